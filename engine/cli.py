@@ -1,0 +1,123 @@
+"""``laya``: the engine's command line (corpus, train, export, complete, eval, bench)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CORPUS = ROOT / "corpus" / "build"
+DEFAULT_CKPT = ROOT / "checkpoints" / "laya-code"
+
+
+def _cmd_corpus(a) -> int:
+    from . import corpus
+
+    packages = corpus.build(Path(a.out))
+    if a.update_manifest:
+        corpus.save_manifest(packages)
+    return 0
+
+
+def _cmd_train(a) -> int:
+    from .train import TrainConfig, train
+
+    cfg = TrainConfig(seq_len=a.seq_len, batch_size=a.batch_size, lr=a.lr, total_steps=a.steps,
+                      vocab_size=a.vocab_size, warmup=a.warmup)
+    train(Path(a.corpus), Path(a.checkpoint), Path(a.out) if a.out else None, cfg, minutes=a.minutes,
+          eval_every=a.eval_every, save_every=a.eval_every)
+    return 0
+
+
+def _cmd_export(a) -> int:
+    from .train import export
+
+    export(Path(a.checkpoint), Path(a.out), bits=a.bits)
+    return 0
+
+
+def _cmd_complete(a) -> int:
+    from .predictor import Predictor
+
+    text = Path(a.file).read_text() if a.file else sys.stdin.read()
+    prefix = text if a.offset is None else text[: a.offset]
+    p = Predictor.load(a.model)
+    for c in p.predict(prefix)[: a.n]:
+        print(f"{c.score:8.3f}  {c.kind:10s} {c.text!r}")
+    return 0
+
+
+def _cmd_eval(a) -> int:
+    from . import evaluate
+
+    return evaluate.main(a)
+
+
+def _cmd_bench(a) -> int:
+    from . import bench
+
+    return bench.main(a)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="laya", description=__doc__)
+    ap.add_argument("-v", "--verbose", action="store_true")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    p = sub.add_parser("corpus", help="download the manifest's packages into a corpus folder")
+    p.add_argument("--out", default=str(DEFAULT_CORPUS))
+    p.add_argument("--update-manifest", action="store_true", help="rewrite licences and file counts")
+    p.set_defaults(fn=_cmd_corpus)
+
+    p = sub.add_parser("train", help="train or resume; export the 6-bit model folder with --out")
+    p.add_argument("--corpus", default=str(DEFAULT_CORPUS))
+    p.add_argument("--checkpoint", default=str(DEFAULT_CKPT))
+    p.add_argument("--out", default=None, help="model folder to write at the end")
+    p.add_argument("--minutes", type=float, default=None, help="wall-clock budget")
+    p.add_argument("--steps", type=int, default=2400, help="total steps of the schedule")
+    p.add_argument("--seq-len", type=int, default=512)
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--lr", type=float, default=1.5e-3)
+    p.add_argument("--warmup", type=int, default=100)
+    p.add_argument("--vocab-size", type=int, default=4096)
+    p.add_argument("--eval-every", type=int, default=100)
+    p.set_defaults(fn=_cmd_train)
+
+    p = sub.add_parser("export", help="write a quantized model folder from a checkpoint")
+    p.add_argument("--checkpoint", default=str(DEFAULT_CKPT))
+    p.add_argument("--out", required=True)
+    p.add_argument("--bits", type=int, default=6)
+    p.set_defaults(fn=_cmd_export)
+
+    p = sub.add_parser("complete", help="print ranked candidates at the end of a file (or --offset)")
+    p.add_argument("file", nargs="?")
+    p.add_argument("--offset", type=int, default=None)
+    p.add_argument("--model", default=None)
+    p.add_argument("-n", type=int, default=10)
+    p.set_defaults(fn=_cmd_complete)
+
+    p = sub.add_parser("eval", help="keystrokes saved and next-identifier accuracy on held-out code")
+    p.add_argument("--corpus", default=str(DEFAULT_CORPUS))
+    p.add_argument("--model", default=None)
+    p.add_argument("--files", type=int, default=6)
+    p.add_argument("--max-chars", type=int, default=6000)
+    p.add_argument("--through-server", action="store_true", help="replay typing over LSP stdio")
+    p.set_defaults(fn=_cmd_eval)
+
+    p = sub.add_parser("bench", help="decision latency (100 warm-up, 1000 runs) and LSP round trip")
+    p.add_argument("--model", default=None)
+    p.add_argument("--runs", type=int, default=1000)
+    p.add_argument("--warmup", type=int, default=100)
+    p.add_argument("--lsp", action="store_true", help="also time LSP completion round trips")
+    p.set_defaults(fn=_cmd_bench)
+
+    a = ap.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if a.verbose else logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    return a.fn(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

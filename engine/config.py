@@ -1,0 +1,74 @@
+"""Engine variants (``configs/<variant>.toml``) as a typed, defaulted dataclass, read with cattrs."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import cattrs
+
+CONFIG_DIR = Path(__file__).resolve().parent / "configs"
+"""Variant files ship inside the package (``engine/configs``); the repo's ``configs/`` links here."""
+
+
+@dataclass(kw_only=True)
+class EngineConfig:
+    """One engine variant. Every field has a default, so a variant file lists only what it changes."""
+
+    name: str = "code"
+    """Variant name (the file stem)."""
+    model: str = "models/laya-code"
+    """Model folder, relative to the ``engine`` package or absolute; empty means no trained model yet."""
+    bits: int = 6
+    """Weight quantization the variant ships with (affine, mlx ``nn.quantize``)."""
+    group_size: int = 64
+    """Quantization group size (weights per scale/bias pair)."""
+    pool_size: int = 1024
+    """Candidate pool: identifiers picked by the n-gram filter before the network scores them.
+    The seed's typing variant used 200; code needs more (``laya eval`` prints recall at this size)."""
+    max_context_tokens: int = 512
+    """Tokens before the cursor fed to the model (the model was trained on 512-token windows)."""
+    min_context_tokens: int = 256
+    """When the window must slide, it restarts with at least this many tokens (hysteresis: a full
+    re-prefill happens about once per ``max - min`` new tokens, not on every line)."""
+    line_max_tokens: int = 12
+    """Greedy tokens for the rest-of-line candidate (0 disables it)."""
+    backend: str = "auto"
+    """``"numpy"`` (plain CPU fast path), ``"mlx"`` (MLX, Metal on Apple Silicon) or ``"auto"``:
+    mlx on macOS arm64, numpy elsewhere (MLX-cpu costs ~30-120 us per op here)."""
+    prior_weight: float = 0.5
+    """Weight of the n-gram log-prior against the network's log-probability in a candidate's score."""
+    word_prior_alpha: float = 0.5
+    """Additive smoothing of identifier counts inside one first token's group."""
+
+
+_converter = cattrs.Converter(forbid_extra_keys=True)
+
+
+def load_variant(name_or_path: str = "code") -> EngineConfig:
+    """Read a variant by name (``configs/<name>.toml``) or path.
+
+    Raises:
+        FileNotFoundError: no such variant file (the message lists the known variants).
+        ValueError: the file has an unknown key or a value of the wrong type.
+    """
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = CONFIG_DIR / f"{name_or_path}.toml"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in CONFIG_DIR.glob("*.toml")))
+        raise FileNotFoundError(f"engine variant file {path} does not exist (known variants: {known})")
+    data = tomllib.loads(path.read_text())
+    data.setdefault("name", path.stem)
+    try:
+        return _converter.structure(data, EngineConfig)
+    except Exception as e:
+        raise ValueError(f"{path}: {cattrs.transform_error(e) if isinstance(e, cattrs.BaseValidationError) else e}") from e
+
+
+def model_path(cfg: EngineConfig) -> Path | None:
+    if not cfg.model:
+        return None
+    p = Path(cfg.model)
+    return p if p.is_absolute() else Path(__file__).resolve().parent / p

@@ -1,0 +1,26 @@
+"""Identifier boundaries in plain text (the same identifier definition as the tokenizer's)."""
+
+from __future__ import annotations
+
+import re
+
+IDENT_RE = re.compile(r"[^\W\d]\w*")
+"""An identifier: a Unicode letter or underscore, then letters, digits, underscores."""
+_TRAILING_WORD = re.compile(r"\w+\Z")
+
+
+def word_prefix(prefix: str) -> str:
+    """The identifier characters just before the cursor (``""`` at a boundary).
+
+    Digits alone are not an identifier start, so ``"x = 12"`` gives ``""``, ``"foo.ba"`` gives
+    ``"ba"`` and ``"foo.ba2"`` gives ``"ba2"``.
+    """
+    m = _TRAILING_WORD.search(prefix[-256:])
+    if not m:
+        return ""
+    w = m.group()
+    # drop leading digits: "3abc" is not an identifier start
+    i = 0
+    while i < len(w) and w[i].isdigit():
+        i += 1
+    return w[i:]

@@ -1,0 +1,236 @@
+"""``laya train``: corpus -> tokenizer -> model -> 6-bit model folder.
+
+Training is plain next-token cross-entropy with AdamW and a warm-up + cosine schedule, on random
+windows of the concatenated training files (``<|endoftext|>`` between files). Validation loss is
+measured on fixed windows of the *held-out* packages (the eval split), so it is an honest
+out-of-package number. A checkpoint (float32 weights, optimizer state, step, schedule) is written
+every ``--save-every`` steps and at the end; ``laya train`` resumes from it, so the same model can
+keep training across sessions.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import random
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import _blas
+
+_blas.preload()
+
+import mlx.core as mx  # noqa: E402
+import mlx.nn as nn  # noqa: E402
+import mlx.optimizers as optim  # noqa: E402
+from mlx.utils import tree_flatten, tree_map, tree_unflatten  # noqa: E402
+
+from . import corpus, tokenizer as tok_mod  # noqa: E402
+from .model import Model, ModelArgs  # noqa: E402
+from .model_io import save_model_folder  # noqa: E402
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainConfig:
+    """Training hyper-parameters (recorded in the checkpoint)."""
+
+    vocab_size: int = 4096
+    seq_len: int = 256
+    batch_size: int = 16
+    lr: float = 2e-3
+    min_lr: float = 2e-4
+    warmup: int = 200
+    total_steps: int = 20000
+    weight_decay: float = 0.05
+    seed: int = 0
+
+
+def tokenize_split(tok, texts: list[str]) -> np.ndarray:
+    eos = tok.token_to_id(tok_mod.EOS)
+    out = []
+    for enc in tok.encode_batch(texts):
+        out.append(np.asarray(enc.ids, dtype=np.uint16))
+        out.append(np.asarray([eos], dtype=np.uint16))
+    return np.concatenate(out)
+
+
+def prepare(corpus_dir: Path, ckpt_dir: Path, cfg: TrainConfig):
+    """Tokenizer and token arrays, cached in ``ckpt_dir``."""
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
+    tok_path = ckpt_dir / "tokenizer.json"
+    train_texts = corpus.read_split(corpus_dir, "train")
+    if tok_path.exists():
+        tok = tok_mod.load_tokenizer(tok_path)
+    else:
+        rnd = random.Random(cfg.seed)
+        sample = list(train_texts)
+        rnd.shuffle(sample)
+        tok = tok_mod.train_tokenizer(sample, cfg.vocab_size)
+        tok.save(str(tok_path))
+    arrays = {}
+    for split, texts in (("train", train_texts), ("eval", corpus.read_split(corpus_dir, "eval"))):
+        path = ckpt_dir / f"{split}_tokens.npy"
+        if path.exists():
+            arrays[split] = np.load(path)
+        else:
+            if split == "train":
+                random.Random(cfg.seed).shuffle(texts)
+            arrays[split] = tokenize_split(tok, texts)
+            np.save(path, arrays[split])
+        log.info("%s tokens: %d", split, len(arrays[split]))
+    return tok, arrays["train"], arrays["eval"]
+
+
+def lr_at(step: int, cfg: TrainConfig) -> float:
+    if step < cfg.warmup:
+        return cfg.lr * (step + 1) / cfg.warmup
+    t = min(1.0, (step - cfg.warmup) / max(1, cfg.total_steps - cfg.warmup))
+    return cfg.min_lr + 0.5 * (cfg.lr - cfg.min_lr) * (1 + math.cos(math.pi * t))
+
+
+def loss_fn(model: Model, x: mx.array, y: mx.array) -> mx.array:
+    logits = model(x)
+    return nn.losses.cross_entropy(logits, y, reduction="mean")
+
+
+def val_windows(tokens: np.ndarray, seq_len: int, n: int = 64) -> tuple[mx.array, mx.array]:
+    stride = max(1, (len(tokens) - seq_len - 1) // n)
+    starts = [i * stride for i in range(n)]
+    x = np.stack([tokens[s : s + seq_len] for s in starts]).astype(np.int32)
+    y = np.stack([tokens[s + 1 : s + seq_len + 1] for s in starts]).astype(np.int32)
+    return mx.array(x), mx.array(y)
+
+
+def evaluate(model: Model, vx: mx.array, vy: mx.array) -> float:
+    losses = []
+    for i in range(0, vx.shape[0], 16):
+        losses.append(loss_fn(model, vx[i : i + 16], vy[i : i + 16]).item())
+    return float(np.mean(losses))
+
+
+def save_checkpoint(ckpt_dir: Path, model: Model, opt, step: int, cfg: TrainConfig, history: list) -> None:
+    mx.save_safetensors(str(ckpt_dir / "weights.safetensors"), dict(tree_flatten(model.parameters())))
+    state = dict(tree_flatten(opt.state))
+    mx.save_safetensors(str(ckpt_dir / "optimizer.safetensors"), {k: v for k, v in state.items()
+                                                                  if isinstance(v, mx.array)})
+    meta = {"step": step, "train_config": asdict(cfg), "model_args": asdict(model.args), "history": history}
+    (ckpt_dir / "state.json").write_text(json.dumps(meta, indent=1))
+
+
+def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConfig,
+          minutes: float | None = None, log_every: int = 20, eval_every: int = 200,
+          save_every: int = 200) -> dict:
+    """Train (or resume) and optionally export a 6-bit model folder.
+
+    Args:
+        corpus_dir: built by ``laya corpus``.
+        ckpt_dir: checkpoint folder; resumed from when it holds ``state.json``.
+        out_dir: if given, the quantized model folder written at the end.
+        cfg: hyper-parameters (ignored in favour of the checkpoint's on resume, except
+            ``total_steps``, which may be raised to keep training).
+        minutes: wall-clock budget; training stops (and checkpoints) when it is spent.
+
+    Returns:
+        The checkpoint's ``state.json`` content.
+    """
+    ckpt_dir = Path(ckpt_dir)
+    state_path = ckpt_dir / "state.json"
+    history: list = []
+    step = 0
+    if state_path.exists():
+        meta = json.loads(state_path.read_text())
+        total = cfg.total_steps
+        cfg = TrainConfig(**meta["train_config"])
+        cfg.total_steps = max(cfg.total_steps, total)
+        step, history = meta["step"], meta["history"]
+        args = ModelArgs.from_dict(meta["model_args"])
+    else:
+        args = ModelArgs(vocab_size=cfg.vocab_size, max_position_embeddings=cfg.seq_len)
+    tok, train_tokens, eval_tokens = prepare(corpus_dir, ckpt_dir, cfg)
+    args.vocab_size = tok.get_vocab_size()
+    mx.random.seed(cfg.seed + step)
+    model = Model(args)
+    opt = optim.AdamW(learning_rate=cfg.lr, weight_decay=cfg.weight_decay)
+    if step:
+        model.load_weights(str(ckpt_dir / "weights.safetensors"))
+        opt.init(model.trainable_parameters())
+        saved = mx.load(str(ckpt_dir / "optimizer.safetensors"))
+        flat = dict(tree_flatten(opt.state))
+        flat.update(saved)
+        opt.state = tree_unflatten(list(flat.items()))
+        log.info("resumed at step %d", step)
+    mx.eval(model.parameters())
+    nparams = sum(v.size for _, v in tree_flatten(model.parameters()))
+    log.info("model: %d parameters, %s", nparams, args)
+    vx, vy = val_windows(eval_tokens, cfg.seq_len)
+    loss_and_grad = nn.value_and_grad(model, loss_fn)
+
+    def step_fn(x, y):
+        loss, grads = loss_and_grad(model, x, y)
+        grads, _ = optim.clip_grad_norm(grads, 1.0)
+        opt.update(model, grads)
+        return loss
+
+    rng = np.random.default_rng(cfg.seed + step)
+    t0 = time.time()
+    last = time.time()
+    tokens_done = 0
+    losses = []
+    while step < cfg.total_steps:
+        if minutes is not None and time.time() - t0 > minutes * 60:
+            break
+        starts = rng.integers(0, len(train_tokens) - cfg.seq_len - 1, cfg.batch_size)
+        batch = np.stack([train_tokens[s : s + cfg.seq_len + 1] for s in starts]).astype(np.int32)
+        x, y = mx.array(batch[:, :-1]), mx.array(batch[:, 1:])
+        opt.learning_rate = lr_at(step, cfg)
+        loss = step_fn(x, y)
+        mx.eval(loss, model.parameters(), opt.state)
+        losses.append(loss.item())
+        step += 1
+        tokens_done += x.size
+        if step % log_every == 0:
+            now = time.time()
+            tps = log_every * x.size / (now - last)
+            last = now
+            log.info("step %d loss %.4f lr %.2e %.0f tok/s", step, np.mean(losses), opt.learning_rate.item(), tps)
+            history.append({"step": step, "train_loss": float(np.mean(losses))})
+            losses = []
+        if step % eval_every == 0:
+            vl = evaluate(model, vx, vy)
+            log.info("step %d val_loss %.4f (held-out packages)", step, vl)
+            history.append({"step": step, "val_loss": vl})
+        if step % save_every == 0:
+            save_checkpoint(ckpt_dir, model, opt, step, cfg, history)
+    vl = evaluate(model, vx, vy)
+    history.append({"step": step, "val_loss": vl, "final": True})
+    log.info("stopped at step %d, val_loss %.4f, %d tokens this run", step, vl, tokens_done)
+    save_checkpoint(ckpt_dir, model, opt, step, cfg, history)
+    meta = json.loads(state_path.read_text())
+    if out_dir is not None:
+        export(ckpt_dir, Path(out_dir))
+    return meta
+
+
+def export(ckpt_dir: Path, out_dir: Path, bits: int = 6, group_size: int = 64) -> None:
+    """Write the quantized model folder (mlx-lm format) from a checkpoint."""
+    meta = json.loads((Path(ckpt_dir) / "state.json").read_text())
+    args = ModelArgs.from_dict(meta["model_args"])
+    model = Model(args)
+    model.load_weights(str(Path(ckpt_dir) / "weights.safetensors"))
+    hist = meta["history"]
+    vals = [h["val_loss"] for h in hist if "val_loss" in h]
+    cfg = meta["train_config"]
+    training = {
+        "steps": meta["step"],
+        "tokens_seen": meta["step"] * cfg["batch_size"] * cfg["seq_len"],
+        "val_loss": vals[-1] if vals else None,
+        "train_config": cfg,
+    }
+    save_model_folder(model, Path(ckpt_dir) / "tokenizer.json", out_dir, bits=bits, group_size=group_size,
+                      extra={"laya_training": training})

@@ -1,0 +1,67 @@
+"""The engine thread: one thread owns all MLX / model state; other threads queue jobs to it.
+
+MLX arrays and streams are not safe to share across threads (mlx-lm's server follows the same
+rule), so every call that touches the model - loading included - runs on this one thread. Callers
+get a :class:`concurrent.futures.Future`; asyncio code awaits it with ``asyncio.wrap_future``.
+A job can be cancelled before it starts (``future.cancel()``) or told to stop by its ``stop``
+event, which long jobs check between steps.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from concurrent.futures import Future
+from typing import Any, Callable
+
+log = logging.getLogger(__name__)
+
+
+class Job:
+    __slots__ = ("fn", "args", "kwargs", "future", "stop")
+
+    def __init__(self, fn, args, kwargs):
+        self.fn, self.args, self.kwargs = fn, args, kwargs
+        self.future: Future = Future()
+        self.stop = threading.Event()
+
+
+class EngineThread:
+    """A single daemon thread that runs submitted callables in order."""
+
+    def __init__(self, name: str = "laya-engine"):
+        self._q: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, fn: Callable[..., Any], *args, **kwargs) -> Job:
+        """Queue ``fn(*args, **kwargs)``; returns the :class:`Job` (``job.future`` holds the result)."""
+        job = Job(fn, args, kwargs)
+        self._q.put(job)
+        return job
+
+    def call(self, fn: Callable[..., Any], *args, timeout: float | None = None, **kwargs) -> Any:
+        """Run ``fn`` on the engine thread and wait for its result (re-raising its exception)."""
+        if threading.current_thread() is self._thread:
+            return fn(*args, **kwargs)
+        return self.submit(fn, *args, **kwargs).future.result(timeout)
+
+    def _run(self) -> None:
+        while True:
+            job = self._q.get()
+            if job is None:
+                return
+            if not job.future.set_running_or_notify_cancel():
+                continue  # cancelled while queued
+            if job.stop.is_set():
+                job.future.set_result(None)  # told to stop before it started
+                continue
+            try:
+                job.future.set_result(job.fn(*job.args, **job.kwargs))
+            except BaseException as e:  # noqa: BLE001 - handed to the caller
+                job.future.set_exception(e)
+
+    def shutdown(self, timeout: float = 2.0) -> None:
+        self._q.put(None)
+        self._thread.join(timeout)
