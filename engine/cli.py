@@ -34,7 +34,7 @@ def _cmd_train(a) -> int:
 def _cmd_export(a) -> int:
     from .train import export
 
-    export(Path(a.checkpoint), Path(a.out), bits=a.bits)
+    export(Path(a.checkpoint), Path(a.out), bits=a.bits, corpus_dir=Path(a.corpus) if a.corpus else None)
     return 0
 
 
@@ -89,6 +89,7 @@ def main(argv=None) -> int:
     p.add_argument("--checkpoint", default=str(DEFAULT_CKPT))
     p.add_argument("--out", required=True)
     p.add_argument("--bits", type=int, default=6)
+    p.add_argument("--corpus", default=str(DEFAULT_CORPUS), help="count the lexicon from this corpus ('' to skip)")
     p.set_defaults(fn=_cmd_export)
 
     p = sub.add_parser("complete", help="print ranked candidates at the end of a file (or --offset)")

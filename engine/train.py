@@ -213,12 +213,17 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
     save_checkpoint(ckpt_dir, model, opt, step, cfg, history)
     meta = json.loads(state_path.read_text())
     if out_dir is not None:
-        export(ckpt_dir, Path(out_dir))
+        export(ckpt_dir, Path(out_dir), corpus_dir=corpus_dir)
     return meta
 
 
-def export(ckpt_dir: Path, out_dir: Path, bits: int = 6, group_size: int = 64) -> None:
-    """Write the quantized model folder (mlx-lm format) from a checkpoint."""
+def export(ckpt_dir: Path, out_dir: Path, bits: int = 6, group_size: int = 64,
+           corpus_dir: Path | None = None) -> None:
+    """Write the quantized model folder (mlx-lm format) from a checkpoint.
+
+    With ``corpus_dir``, also count the training split into the identifier n-gram lexicon
+    (``lexicon.json.gz``, see ``engine/lexicon.py``) that the candidate filter ships with.
+    """
     meta = json.loads((Path(ckpt_dir) / "state.json").read_text())
     args = ModelArgs.from_dict(meta["model_args"])
     model = Model(args)
@@ -234,3 +239,19 @@ def export(ckpt_dir: Path, out_dir: Path, bits: int = 6, group_size: int = 64) -
     }
     save_model_folder(model, Path(ckpt_dir) / "tokenizer.json", out_dir, bits=bits, group_size=group_size,
                       extra={"laya_training": training})
+    if corpus_dir is not None:
+        write_lexicon(Path(corpus_dir), Path(out_dir))
+
+
+def write_lexicon(corpus_dir: Path, out_dir: Path) -> None:
+    """Count the training split into ``out_dir/lexicon.json.gz``."""
+    import gzip
+
+    from .lexicon import CorpusLexicon
+
+    tok = tok_mod.load_tokenizer(out_dir / "tokenizer.json")
+    data = CorpusLexicon.build(corpus.read_split(corpus_dir, "train"), tok)
+    with gzip.open(out_dir / "lexicon.json.gz", "wt", encoding="utf-8", compresslevel=9) as f:
+        json.dump(data, f, separators=(",", ":"))
+    log.info("lexicon: %d identifiers, %d bigram and %d trigram contexts", len(data["words"]),
+             len(data["bi"]), len(data["tri"]))

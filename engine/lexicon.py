@@ -1,0 +1,309 @@
+"""Identifier n-gram model: the candidate filter that picks the pool the network scores.
+
+Code is split into the tokenizer's pieces (identifiers, numbers, punctuation runs, newlines;
+blanks dropped). For each identifier occurrence the model counts it alone (unigram) and after its
+one and two previous pieces (``("self", ".")`` -> ``name``). Two of these exist at run time:
+
+* :class:`CorpusLexicon`: built from the training corpus at export time and shipped in the model
+  folder (``lexicon.json.gz``): the most frequent identifiers with their counts and first BPE token,
+  and pruned bigram/trigram tables.
+* :class:`DocLexicon`: built on line from an open document's text (``Predictor.observe_document``),
+  plus the identifiers of the lines in the model's context window, which are always fresh.
+
+:func:`pool` merges both into one prior ``P(identifier | previous pieces)`` by linear
+interpolation (Jelinek-Mercer smoothing; weights in ``WEIGHTS``) and returns the best
+``pool_size`` identifiers that start with the typed prefix.
+"""
+
+from __future__ import annotations
+
+import bisect
+import gzip
+import json
+import re
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import numpy as np
+
+PIECE_RE = re.compile(r"\n|[ \t]+|[^\W\d]\w*|\d+|[^\s\w]+|\s")
+"""Python-``re`` twin of the tokenizer's pre-tokenizer (newline kept apart from indentation)."""
+IDENT_START = re.compile(r"[^\W\d]")
+MIN_WORD_LEN = 2
+"""Identifiers shorter than this are not worth completing (typing them costs at most one key)."""
+
+WEIGHTS = {"doc3": 0.2, "doc2": 0.15, "doc1": 0.15, "win": 0.1, "cor3": 0.15, "cor2": 0.1, "cor1": 0.15}
+"""Interpolation weights of the prior: document trigram/bigram/unigram, context-window identifiers,
+corpus trigram/bigram/unigram (they sum to 1)."""
+
+KEYWORDS = frozenset(
+    "False None True and as assert async await break class continue def del elif else except finally "
+    "for from global if import in is lambda nonlocal not or pass raise return try while with yield "
+    "match case self cls".split()
+)
+
+
+def pieces(text: str) -> list[str]:
+    """Non-blank pieces of ``text`` (identifiers, numbers, punctuation runs, ``"\\n"``)."""
+    return [p for p in PIECE_RE.findall(text) if not (p[0] in " \t" or (p.isspace() and p != "\n"))]
+
+
+def context_keys(prev: list[str]) -> tuple[tuple[str, str] | None, str | None]:
+    """Trigram and bigram keys from the last two pieces before an identifier."""
+    p1 = prev[-1] if prev else "\n"
+    p2 = prev[-2] if len(prev) > 1 else "\n"
+    return (p2, p1), p1
+
+
+def _key3(k: tuple[str, str]) -> str:
+    return k[0] + "\x00" + k[1]
+
+
+class DocLexicon:
+    """Identifier counts and n-grams of one document (rebuilt from its whole text)."""
+
+    __slots__ = ("uni", "bi", "tri", "total", "_arrays")
+
+    def __init__(self, text: str = ""):
+        self._arrays = None
+        self.uni: Counter[str] = Counter()
+        self.bi: dict[str, Counter[str]] = defaultdict(Counter)
+        self.tri: dict[str, Counter[str]] = defaultdict(Counter)
+        ps = pieces(text)
+        for i, p in enumerate(ps):
+            if len(p) >= MIN_WORD_LEN and IDENT_START.match(p):
+                k3, k2 = context_keys(ps[max(0, i - 2) : i])
+                self.uni[p] += 1
+                self.bi[k2][p] += 1
+                self.tri[_key3(k3)][p] += 1
+        self.total = sum(self.uni.values())
+
+
+class CorpusLexicon:
+    """Shipped corpus statistics; words sorted for prefix lookup, arrays for fast scoring."""
+
+    def __init__(self, words: list[str], counts: np.ndarray, first_tokens: np.ndarray,
+                 bi: dict[str, tuple[list[int], list[int]]], tri: dict[str, tuple[list[int], list[int]]]):
+        order = sorted(range(len(words)), key=words.__getitem__)
+        remap = np.empty(len(words), np.int64)
+        remap[order] = np.arange(len(words))
+        self.words = [words[i] for i in order]
+        self.index = {w: i for i, w in enumerate(self.words)}
+        self.counts = np.asarray(counts, np.float64)[order]
+        self.first_tokens = np.asarray(first_tokens, np.int64)[order]
+        self.total = float(self.counts.sum())
+        self.by_count = np.argsort(-self.counts, kind="stable")
+        self.bi = {k: (remap[np.asarray(ix)], np.asarray(c, np.float64)) for k, (ix, c) in bi.items()}
+        self.tri = {k: (remap[np.asarray(ix)], np.asarray(c, np.float64)) for k, (ix, c) in tri.items()}
+
+    def prefix_range(self, prefix: str) -> tuple[int, int]:
+        lo = bisect.bisect_left(self.words, prefix)
+        hi = bisect.bisect_left(self.words, prefix + "\U0010ffff", lo)
+        return lo, hi
+
+    @classmethod
+    def load(cls, path: Path) -> "CorpusLexicon":
+        """Read ``lexicon.json.gz``.
+
+        Raises:
+            ValueError: naming the file when it is corrupt.
+        """
+        try:
+            with gzip.open(path, "rt", encoding="utf-8") as f:
+                d = json.load(f)
+            return cls(d["words"], np.asarray(d["counts"]), np.asarray(d["first_tokens"]),
+                       {k: tuple(v) for k, v in d["bi"].items()}, {k: tuple(v) for k, v in d["tri"].items()})
+        except (OSError, ValueError, KeyError, EOFError) as e:
+            raise ValueError(f"lexicon file {path} is corrupt: {e}") from e
+
+    @staticmethod
+    def build(texts, tokenizer, max_words: int = 40000, top_per_context: int = 48,
+              min_context_count: int = 20) -> dict:
+        """Count the corpus; return the JSON-able dict that :meth:`load` reads."""
+        uni: Counter[str] = Counter()
+        bi: dict[str, Counter[str]] = defaultdict(Counter)
+        tri: dict[str, Counter[str]] = defaultdict(Counter)
+        for text in texts:
+            d = DocLexicon(text)
+            uni.update(d.uni)
+            for k, c in d.bi.items():
+                bi[k].update(c)
+            for k, c in d.tri.items():
+                tri[k].update(c)
+        words = [w for w, _ in uni.most_common(max_words)]
+        index = {w: i for i, w in enumerate(words)}
+        firsts = [e.ids[0] for e in tokenizer.encode_batch(words)]
+
+        def prune(table):
+            out = {}
+            for k, c in table.items():
+                if sum(c.values()) < min_context_count:
+                    continue
+                top = [(index[w], n) for w, n in c.most_common() if w in index][:top_per_context]
+                if top:
+                    out[k] = ([i for i, _ in top], [n for _, n in top])
+            return out
+
+        return {"words": words, "counts": [uni[w] for w in words], "first_tokens": firsts,
+                "bi": prune(bi), "tri": prune(tri)}
+
+
+class PoolBuilder:
+    """Builds candidate pools with NumPy: per context once (:meth:`begin`), per keystroke cheaply.
+
+    A pool is the union of three parts, scored by the interpolated prior:
+
+    * the document's identifiers (sorted, so a typed prefix is a :mod:`bisect` range),
+    * the corpus lexicon's identifiers not in the document (also a sorted range),
+    * context-specific extras (n-gram followers and window identifiers) not in either.
+    """
+
+    def __init__(self, corpus: CorpusLexicon | None, first_token):
+        """
+        Args:
+            corpus: shipped corpus lexicon, or None.
+            first_token: ``word -> first BPE token id`` (for words outside the corpus lexicon).
+        """
+        self.corpus = corpus
+        self.first_token = first_token
+        self._empty_doc = DocLexicon("")
+
+    def doc_arrays(self, doc: DocLexicon):
+        """Sorted words and aligned arrays of a document (computed once per document version)."""
+        arr = doc._arrays
+        if arr is not None:
+            return arr
+        words = sorted(doc.uni)
+        counts = np.fromiter((doc.uni[w] for w in words), np.float64, len(words))
+        c = self.corpus
+        if c is not None:
+            cidx = np.fromiter((c.index.get(w, -1) for w in words), np.int64, len(words))
+            in_doc = np.zeros(len(c.words), bool)
+            in_doc[cidx[cidx >= 0]] = True
+            ccount = np.where(cidx >= 0, c.counts[np.maximum(cidx, 0)], 0.0) if len(words) else np.zeros(0)
+            firsts = np.where(cidx >= 0, c.first_tokens[np.maximum(cidx, 0)], -1) if len(words) else np.zeros(0, np.int64)
+        else:
+            cidx = np.full(len(words), -1, np.int64)
+            in_doc = np.zeros(0, bool)
+            ccount = np.zeros(len(words))
+            firsts = np.full(len(words), -1, np.int64)
+        for i in np.flatnonzero(firsts < 0).tolist():
+            firsts[i] = self.first_token(words[i])
+        arr = (words, {w: i for i, w in enumerate(words)}, counts, ccount, in_doc, firsts)
+        doc._arrays = arr
+        return arr
+
+    def begin(self, keys, doc: DocLexicon | None, window: Counter | None) -> None:
+        """Prepare the context-dependent part (once per word start)."""
+        doc = doc if doc is not None else self._empty_doc
+        self.doc = doc
+        self.arr = self.doc_arrays(doc)
+        k3, k2 = keys
+        k3s = _key3(k3)
+        W = WEIGHTS
+        extra: dict[str, float] = defaultdict(float)
+
+        def add(c, weight):
+            if c:
+                tot = sum(c.values())
+                for w, n in c.items():
+                    extra[w] += weight * n / tot
+
+        add(doc.tri.get(k3s), W["doc3"])
+        add(doc.bi.get(k2), W["doc2"])
+        add(window, W["win"])
+        c = self.corpus
+        if c is not None:
+            for table, weight in ((c.tri.get(k3s), W["cor3"]), (c.bi.get(k2), W["cor2"])):
+                if table is not None:
+                    ix, cnt = table
+                    tot = cnt.sum()
+                    for i, n in zip(ix.tolist(), cnt.tolist()):
+                        extra[c.words[i]] += weight * n / tot
+        self.extra = extra
+        # split extras: those in the document / corpus add to those entries, the rest are new words
+        words, index, counts, ccount, in_doc, firsts = self.arr
+        self.doc_base = (W["doc1"] / max(1, doc.total)) * counts
+        if c is not None:
+            self.doc_base = self.doc_base + (W["cor1"] / c.total) * ccount
+            self.corpus_base = (W["cor1"] / c.total) * c.counts
+            self.corpus_extra: dict[int, float] = {}
+        new_words, new_scores = [], []
+        doc_extra: dict[int, float] = {}
+        for w, v in extra.items():
+            i = index.get(w)
+            if i is not None:
+                doc_extra[i] = v
+                continue
+            j = c.index.get(w) if c is not None else None
+            if j is not None:
+                self.corpus_extra[j] = v
+                continue
+            new_words.append(w)
+            new_scores.append(v)
+        self.doc_extra = doc_extra
+        self.new_words = new_words
+        self.new_scores = np.asarray(new_scores, np.float64)
+        self.new_firsts = np.fromiter((self.first_token(w) for w in new_words), np.int64, len(new_words))
+
+    def candidates(self, prefix: str, size: int):
+        """Pool for a typed prefix: ``(words, prior, first_tokens)``, at most ``size``, best prior first."""
+        words, index, counts, ccount, in_doc, firsts = self.arr
+        parts_score, parts_first, parts_word = [], [], []
+        # document words
+        if prefix:
+            lo = bisect.bisect_left(words, prefix)
+            hi = bisect.bisect_left(words, prefix + "\U0010ffff", lo)
+        else:
+            lo, hi = 0, len(words)
+        s = self.doc_base[lo:hi].copy()
+        for i, v in self.doc_extra.items():
+            if lo <= i < hi:
+                s[i - lo] += v
+        parts_score.append(s)
+        parts_first.append(firsts[lo:hi])
+        parts_word.append((words, lo))
+        c = self.corpus
+        if c is not None:
+            clo, chi = c.prefix_range(prefix) if prefix else (0, len(c.words))
+            s = self.corpus_base[clo:chi].copy()
+            for j, v in self.corpus_extra.items():
+                if clo <= j < chi:
+                    s[j - clo] += v
+            if len(in_doc):
+                s[in_doc[clo:chi]] = -1.0
+            parts_score.append(s)
+            parts_first.append(c.first_tokens[clo:chi])
+            parts_word.append((c.words, clo))
+        if self.new_words:
+            sel = [k for k, w in enumerate(self.new_words) if w.startswith(prefix)] if prefix else list(range(len(self.new_words)))
+            if sel:
+                parts_score.append(self.new_scores[sel])
+                parts_first.append(self.new_firsts[sel])
+                parts_word.append(([self.new_words[k] for k in sel], 0))
+        score = np.concatenate(parts_score)
+        first = np.concatenate(parts_first)
+        top = np.flatnonzero(score > 0)
+        if len(top) > size:
+            top = top[np.argpartition(-score[top], size)[:size]]
+        top = top[np.argsort(-score[top], kind="stable")]
+        bounds = np.cumsum([len(x) for x in parts_score])
+        part = np.searchsorted(bounds, top, side="right")
+        starts = np.concatenate([[0], bounds[:-1]])
+        return _LazyWords(parts_word, part, top - starts[part]), score[top], first[top]
+
+
+class _LazyWords:
+    """Pool words, turned into strings only when asked for (a pool is scored as arrays)."""
+
+    __slots__ = ("parts", "part", "offs")
+
+    def __init__(self, parts, part: np.ndarray, offs: np.ndarray):
+        self.parts, self.part, self.offs = parts, part.tolist(), offs.tolist()
+
+    def __len__(self) -> int:
+        return len(self.part)
+
+    def __getitem__(self, i: int) -> str:
+        seq, lo = self.parts[self.part[i]]
+        return seq[lo + self.offs[i]]

@@ -1,0 +1,284 @@
+"""``Predictor``: the typing-decision engine (the seed's API: ``predict``, ``reset``, ``warmup``).
+
+One decision, for a text before the cursor:
+
+1. Split off the identifier being typed (``engine.text.word_prefix``); the model's context is the
+   text before that word, which ends on a token boundary training also saw (no token healing).
+2. Window tokens (``engine.context``); the KV cache keeps the longest common token prefix with the
+   previous call, trims the rest (the rollback on deletion) and prefills only the new tokens.
+   While the user types inside one word the context does not change, so there is no forward pass
+   at all: only re-filtering and re-ranking of the scored pool.
+3. The n-gram filter (``engine.lexicon.pool``) picks up to ``pool_size`` identifiers starting with
+   the typed prefix; the network scores their first BPE tokens through a pool head (the tied
+   embedding rows of those tokens only, not the whole vocabulary).
+4. ``score(w) = logit(first(w)) + log P_prior(w | first(w))``: the network decides between first
+   tokens, the n-gram prior decides between identifiers that share one (a factorisation of
+   ``P(w) = P(t1) P(w | t1)``), plus ``prior_weight * log P_prior(w)``.
+5. Optionally a rest-of-line continuation: the best identifier, then greedy tokens up to the end of
+   the line; the cache is trimmed back afterwards.
+
+All methods must run on one thread (``engine.worker.EngineThread``): MLX state is not thread-safe.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .config import EngineConfig, load_variant, model_path
+from .context import ContextWindow, LineCache
+from .lexicon import KEYWORDS, CorpusLexicon, DocLexicon, PoolBuilder, context_keys, pieces
+from .model_io import ModelLoadError
+from .text import word_prefix
+from .tokenizer import EOS, load_tokenizer
+from .types import Candidate
+
+log = logging.getLogger(__name__)
+
+
+class Predictor:
+    """Ranked completions for the text before (and after) the cursor."""
+
+    def __init__(self, backend, tokenizer, lexicon: CorpusLexicon | None, config: EngineConfig,
+                 folder: Path | None = None):
+        self.backend = backend
+        self.tok = tokenizer
+        self.lexicon = lexicon
+        self.config = config
+        self.folder = folder
+        self.eos = tokenizer.token_to_id(EOS)
+        self.window = ContextWindow(LineCache(tokenizer), self.eos, config.max_context_tokens,
+                                    config.min_context_tokens)
+        self.cached: list[int] = []  # tokens in the KV cache; invariant: len == backend.offset
+        self.doc_id: str | None = None
+        self._docs: dict[str, DocLexicon] = {}
+        self._ctx: list[int] | None = None  # context of the last decision
+        self._hidden: np.ndarray | None = None
+        self._first_logits = np.zeros(tokenizer.get_vocab_size())
+        self._first_known = np.zeros(tokenizer.get_vocab_size(), bool)
+        self.pool = PoolBuilder(lexicon, self._first_token)
+        self._first_cache: dict[str, int] = {}
+        self._line_cache: dict[tuple, str] = {}
+        self._pool_doc: DocLexicon | None = None
+        vocab = tokenizer.get_vocab()
+        self._id_to_text = {i: t for t, i in vocab.items()}
+        self.stats = {"forward_tokens": 0, "decisions": 0, "reused": 0}
+
+    # ----------------------------------------------------------------- loading
+    @classmethod
+    def load(cls, model_dir: str | Path | None = None, variant: str = "code",
+             backend: str | None = None) -> "Predictor":
+        """Load a model folder (default: the variant's shipped model).
+
+        Args:
+            model_dir: mlx-lm-format folder; None for the variant's model.
+            variant: ``configs/<variant>.toml``.
+            backend: ``numpy``, ``mlx`` or ``auto``; None for the variant's setting.
+
+        Raises:
+            ModelLoadError: missing, corrupt or mismatched model files (the message names the file).
+            FileNotFoundError / ValueError: unknown variant or bad variant file.
+        """
+        from .backends import make_backend
+
+        cfg = load_variant(variant)
+        if backend:
+            cfg.backend = backend
+        folder = Path(model_dir) if model_dir else model_path(cfg)
+        if folder is None:
+            raise ModelLoadError(f"variant {cfg.name!r} ships no trained model yet; pass a model folder")
+        t0 = time.perf_counter()
+        capacity = cfg.max_context_tokens + cfg.line_max_tokens + 16
+        try:
+            b = make_backend(folder, cfg.backend, capacity)
+        except KeyError as e:
+            raise ModelLoadError(f"{folder / 'model.safetensors'} lacks weight {e} required by config.json") from e
+        try:
+            tok = load_tokenizer(folder / "tokenizer.json")
+        except (FileNotFoundError, ValueError) as e:
+            raise ModelLoadError(str(e)) from e
+        if tok.get_vocab_size() != b.args.vocab_size:
+            raise ModelLoadError(f"{folder / 'tokenizer.json'} has {tok.get_vocab_size()} tokens but "
+                                 f"config.json says vocab_size={b.args.vocab_size}")
+        lex_path = folder / "lexicon.json.gz"
+        lexicon = None
+        if lex_path.exists():
+            try:
+                lexicon = CorpusLexicon.load(lex_path)
+            except ValueError as e:
+                raise ModelLoadError(str(e)) from e
+        p = cls(b, tok, lexicon, cfg, folder)
+        log.info("loaded %s (%s backend) in %.0f ms", folder, b.name, (time.perf_counter() - t0) * 1e3)
+        return p
+
+    def warmup(self) -> None:
+        """Run a few decisions so first-use costs (allocation, BLAS threads) are paid now."""
+        text = "import os\n\n\ndef main(argv):\n    path = os.path.join(argv[0], 'x')\n    return pa"
+        for i in range(len(text) - 12, len(text) + 1):
+            self.predict(text[:i], want_line=True)
+        self.reset()
+
+    # ----------------------------------------------------------------- state
+    def reset(self) -> None:
+        """Drop the KV cache and per-document context, and free MLX's buffer cache."""
+        import mlx.core as mx
+
+        self.backend.reset()
+        self.cached = []
+        self.window.reset()
+        self._ctx = None
+        self._hidden = None
+        self._pool_doc = None
+        self._line_cache.clear()
+        self.doc_id = None
+        mx.clear_cache()
+
+    def observe_document(self, doc_id: str, text: str) -> None:
+        """(Re)build the online n-gram of an open document from its text."""
+        self._docs[doc_id] = DocLexicon(text.replace("\r\n", "\n"))
+
+    def forget_document(self, doc_id: str) -> None:
+        self._docs.pop(doc_id, None)
+        if self.doc_id == doc_id:
+            self.reset()
+
+    # ----------------------------------------------------------------- decision
+    def _sync(self, ctx: list[int]) -> np.ndarray:
+        """Make the KV cache hold exactly ``ctx``; return the hidden state after its last token."""
+        cached = self.cached
+        n = min(len(cached), len(ctx))
+        lcp = 0
+        if cached[:n] == ctx[:n]:
+            lcp = n
+        else:
+            while lcp < n and cached[lcp] == ctx[lcp]:
+                lcp += 1
+        if lcp == len(ctx):
+            lcp -= 1  # need the hidden state of the last context token: recompute it
+        if lcp < len(cached):
+            self.backend.trim(len(cached) - lcp)
+            del cached[lcp:]
+        new = ctx[lcp:]
+        h = self.backend.forward(new)
+        cached.extend(new)
+        self.stats["forward_tokens"] += len(new)
+        return h
+
+    def _first_token(self, word: str) -> int:
+        t = self._first_cache.get(word)
+        if t is None:
+            t = self.tok.encode(word).ids[0]
+            if len(self._first_cache) > 100000:
+                self._first_cache.clear()
+            self._first_cache[word] = t
+        return t
+
+    def predict(self, prefix: str, suffix: str | None = None, doc_id: str | None = None,
+                max_items: int = 20, want_line: bool = False) -> list[Candidate]:
+        """Rank completions for the cursor at the end of ``prefix``.
+
+        Args:
+            prefix: document text before the cursor (LF line ends; only the last
+                ``max_context_tokens`` tokens are used).
+            suffix: text after the cursor (used to skip the line continuation when the rest of the
+                line is not empty).
+            doc_id: the document this text belongs to (its online n-gram is used); the caller
+                resets the engine on a document switch.
+            max_items: most candidates returned.
+            want_line: also compute a rest-of-line continuation (costs extra forward steps at a
+                new word start; cached while the user types within the word).
+
+        Returns:
+            Candidates, best first. Identifier candidates start with the typed prefix and are
+            longer than it.
+        """
+        typed = word_prefix(prefix)
+        ctx_text = prefix[: len(prefix) - len(typed)] if typed else prefix
+        if doc_id is not None:
+            self.doc_id = doc_id
+        ctx = self.window.tokens(ctx_text)
+        self.stats["decisions"] += 1
+        doc = self._docs.get(doc_id) if doc_id is not None else None
+        if ctx == self._ctx and self._hidden is not None and doc is self._pool_doc:
+            self.stats["reused"] += 1
+        else:
+            if ctx != self._ctx or self._hidden is None:
+                self._hidden = self._sync(ctx)
+                self._ctx = ctx
+                self._first_known[:] = False
+                self._line_cache.clear()
+            self.pool.begin(context_keys(pieces(ctx_text[-200:])), doc, self.window.idents)
+            self._pool_doc = doc
+        words, prior, firsts = self.pool.candidates(typed, self.config.pool_size)
+        if not len(words):
+            return []
+        # pool head: logits of the distinct first tokens only, cached per context
+        need = np.unique(firsts[~self._first_known[firsts]])
+        if len(need):
+            self._first_logits[need] = self.backend.logits(self._hidden, need)
+            self._first_known[need] = True
+        net = self._first_logits[firsts]
+        p = prior + self.config.word_prior_alpha / len(words)
+        # P(w | t1): normalise the prior inside each first-token group
+        group = np.bincount(firsts, weights=p, minlength=len(self._first_logits))[firsts]
+        score = net + np.log(p / group) + self.config.prior_weight * np.log(p)
+        order = np.argsort(-score, kind="stable").tolist()
+        out = []
+        for i in order:
+            w = words[i]
+            if len(w) > len(typed):
+                out.append(Candidate(w, float(score[i]), "keyword" if w in KEYWORDS else "identifier"))
+                if len(out) >= max_items:
+                    break
+        if want_line and out and self.config.line_max_tokens > 0 and _line_is_open(suffix):
+            line = self._continuation(ctx, out[0].text)
+            if line and line != out[0].text:
+                out.insert(1, Candidate(line, out[0].score - 1e-3, "line"))
+                del out[max_items:]
+        return out
+
+    def _continuation(self, ctx: list[int], word: str) -> str:
+        """``word`` plus greedy tokens to the end of the line (at most ``line_max_tokens``)."""
+        key = (word,)
+        hit = self._line_cache.get(key)
+        if hit is not None:
+            return hit
+        ids = self.tok.encode(word).ids
+        n_ctx = len(self.cached)
+        h = self.backend.forward(ids)
+        self.cached.extend(ids)
+        out: list[int] = []
+        budget = min(self.config.line_max_tokens, self.backend.capacity - len(self.cached) - 1)
+        for _ in range(max(0, budget)):
+            t = int(np.argmax(self.backend.logits(h)))
+            text = self._id_to_text.get(t, "")
+            if t == self.eos or "Ċ" in text:  # "Ċ" is the byte-level symbol of "\n"
+                break
+            out.append(t)
+            h = self.backend.forward([t])
+            self.cached.append(t)
+        self.stats["forward_tokens"] += len(ids) + len(out)
+        # roll the continuation back out of the cache; the context stays
+        self.backend.trim(len(self.cached) - n_ctx)
+        del self.cached[n_ctx:]
+        line = word + self.tok.decode(out) if out else word
+        line = line.rstrip()
+        self._line_cache[key] = line
+        return line
+
+
+def _line_is_open(suffix: str | None) -> bool:
+    """True when the rest of the cursor's line is empty or only closing brackets/quotes."""
+    if not suffix:
+        return True
+    rest = suffix.split("\n", 1)[0]
+    return all(c in ")]}'\" \t:;," for c in rest)
+
+
+def log_softmax(x: np.ndarray) -> np.ndarray:
+    m = x.max()
+    return x - m - math.log(np.exp(x - m).sum())
