@@ -1,0 +1,92 @@
+"""The shipped model folder: mlx-lm compatibility, MLX/NumPy logits parity, KV-cache invariants."""
+
+import os
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from engine import _blas  # noqa: E402
+
+_blas.preload()
+
+import mlx.core as mx  # noqa: E402
+
+from engine.backends import MLXBackend, make_backend  # noqa: E402
+from engine.model_io import DEFAULT_MODEL_DIR, load_model  # noqa: E402
+from engine.tokenizer import load_tokenizer  # noqa: E402
+
+TOL = 2e-3
+"""Max abs logit difference allowed between float paths computing the same 6-bit weights
+(float32 throughout; differences come from summation order only)."""
+
+TEXT = "import os\n\n\ndef join_all(parts):\n    return os.path.join(*parts)\n"
+
+
+@pytest.fixture(scope="module")
+def tokens():
+    return load_tokenizer(DEFAULT_MODEL_DIR / "tokenizer.json").encode(TEXT).ids
+
+
+@pytest.fixture(scope="module")
+def numpy_backend():
+    return make_backend(DEFAULT_MODEL_DIR, "numpy", 256)
+
+
+def test_mlx_lm_load_opens_the_folder_with_the_same_logits(tokens):
+    mlx_lm = pytest.importorskip("mlx_lm")
+    ref_model, _ = mlx_lm.load(str(DEFAULT_MODEL_DIR))
+    ours, config = load_model(DEFAULT_MODEL_DIR)
+    assert config["quantization"] == {"group_size": 64, "bits": 6}
+    x = mx.array([tokens])
+    a = np.array(ref_model(x))
+    b = np.array(ours(x))
+    assert a.shape == b.shape == (1, len(tokens), config["vocab_size"])
+    assert np.abs(a - b).max() < TOL
+
+
+def test_numpy_backend_matches_mlx_logits(tokens, numpy_backend):
+    ours, _ = load_model(DEFAULT_MODEL_DIR)
+    ref = np.array(ours(mx.array([tokens])))[0]
+    numpy_backend.reset()
+    h = numpy_backend.forward(tokens, all_positions=True)
+    got = np.stack([numpy_backend.logits(v) for v in h])
+    assert np.abs(got - ref).max() < TOL
+    # and the argmax (what greedy decoding uses) is identical everywhere
+    assert (got.argmax(-1) == ref.argmax(-1)).mean() > 0.99
+
+
+@pytest.mark.parametrize("kind", ["numpy", "mlx"])
+def test_kv_reuse_and_trim_equal_a_fresh_prefill(tokens, kind, numpy_backend):
+    b = numpy_backend if kind == "numpy" else MLXBackend(DEFAULT_MODEL_DIR, 256)
+    b.reset()
+    fresh = b.logits(b.forward(tokens))
+    # incremental: prefix, then one token at a time
+    b.reset()
+    b.forward(tokens[:5])
+    for t in tokens[5:]:
+        h = b.forward([t])
+    assert b.offset == len(tokens)
+    assert np.abs(b.logits(h) - fresh).max() < TOL
+    # rollback: extend with junk, trim it, re-prefill the real tail
+    b.forward([7, 8, 9])
+    assert b.trim(3 + 4) == 7
+    assert b.offset == len(tokens) - 4
+    h = b.forward(tokens[-4:])
+    assert np.abs(b.logits(h) - fresh).max() < TOL
+    b.reset()
+    assert b.offset == 0
+
+
+def test_pool_head_equals_full_head_rows(tokens, numpy_backend):
+    numpy_backend.reset()
+    h = numpy_backend.forward(tokens)
+    ids = np.array([3, 17, 400, 4095])
+    assert np.allclose(numpy_backend.logits(h, ids), numpy_backend.logits(h)[ids], atol=1e-5)
+
+
+def test_cache_capacity_is_enforced(numpy_backend):
+    numpy_backend.reset()
+    with pytest.raises(ValueError, match="KV cache holds"):
+        numpy_backend.forward(list(range(300)))

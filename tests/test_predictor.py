@@ -1,0 +1,169 @@
+"""Predictor behaviour on real code: KV reuse, rollback on deletion, reset, window, thread."""
+
+import random
+import textwrap
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.predictor import Predictor
+from engine.text import word_prefix
+from engine.tokenizer import load_tokenizer
+from engine.worker import EngineThread
+
+SOURCE = Path(textwrap.__file__).read_text()  # a real module nobody here wrote
+
+
+@pytest.fixture(scope="module")
+def pred():
+    p = Predictor.load()
+    p.warmup()
+    return p
+
+
+def fresh_ranking(text):
+    p = Predictor.load()
+    return [c.text for c in p.predict(text)], p.cached
+
+
+def test_candidates_complete_the_typed_prefix(pred):
+    pred.reset()
+    cut = SOURCE.index("self.width = width") + len("self.wi")
+    out = pred.predict(SOURCE[:cut])
+    assert out, "no candidates"
+    assert all(c.text.startswith("wi") and len(c.text) > 2 for c in out)
+    assert len({c.text for c in out}) == len(out)
+    scores = [c.score for c in out if c.kind != "line"]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_typing_inside_a_word_needs_no_forward_pass(pred):
+    pred.reset()
+    start = SOURCE.index("self.expand_tabs = expand_tabs") + len("self.")
+    pred.predict(SOURCE[:start])
+    before = pred.stats["forward_tokens"]
+    for i in range(1, 8):
+        out = pred.predict(SOURCE[: start + i])
+        assert all(c.text.startswith(SOURCE[start : start + i]) for c in out)
+    assert pred.stats["forward_tokens"] == before
+
+
+def test_deletion_rolls_back_to_the_same_state_as_fresh(pred):
+    pred.reset()
+    cut = SOURCE.index("class TextWrapper") + 300  # the window still reaches the file start
+    for i in range(cut - 80, cut + 40):  # type forward ...
+        pred.predict(SOURCE[:i])
+    for i in range(cut + 40, cut - 30, -1):  # ... then delete back
+        pred.predict(SOURCE[:i])
+    text = SOURCE[: cut - 30]
+    got = [c.text for c in pred.predict(text)]
+    want, want_cached = fresh_ranking(text)
+    assert pred.cached == want_cached
+    assert len(pred.cached) == pred.backend.offset
+    assert got == want
+
+
+def test_rolled_back_cache_equals_a_fresh_prefill_of_its_tokens(pred):
+    pred.reset()
+    cut = SOURCE.index("def _split(self, text):")
+    for i in range(cut - 80, cut + 40):
+        pred.predict(SOURCE[:i])
+    for i in range(cut + 40, cut - 30, -1):
+        pred.predict(SOURCE[:i])
+    fresh = Predictor.load()
+    h = fresh.backend.forward(pred.cached)
+    assert np.abs(fresh.backend.logits(h) - pred.backend.logits(pred._hidden)).max() < 2e-3
+
+
+def test_random_edits_keep_cache_invariant(pred):
+    pred.reset()
+    rnd = random.Random(1)
+    pos = 3000
+    for _ in range(200):
+        pos = max(1, min(len(SOURCE), pos + rnd.choice([-7, -1, 1, 1, 1, 2, 15])))
+        pred.predict(SOURCE[:pos])
+        assert len(pred.cached) == pred.backend.offset
+        assert pred.cached == pred.window.prev[: len(pred.cached)]
+
+
+def test_reset_empties_the_cache(pred):
+    pred.predict(SOURCE[:2000])
+    assert pred.backend.offset > 0
+    pred.reset()
+    assert pred.backend.offset == 0 and pred.cached == [] and pred.doc_id is None
+
+
+def test_window_is_bounded_and_slides_rarely(pred):
+    pred.reset()
+    restarts = 0
+    prev_start = None
+    ends = [i for i, ch in enumerate(SOURCE) if ch == "\n"][:400]
+    total = len(pred.tok.encode(SOURCE[: ends[-1]]).ids)
+    for line_end in ends:
+        ctx = pred.window.tokens(SOURCE[:line_end])
+        assert len(ctx) <= pred.config.max_context_tokens
+        if prev_start is not None and ctx[:8] != prev_start:
+            restarts += 1
+        prev_start = ctx[:8]
+    # the window restarts about once per (max - min) new tokens, not once per line
+    assert 0 < restarts <= total / (pred.config.max_context_tokens - pred.config.min_context_tokens) + 2
+    assert restarts < len(ends) / 10
+
+
+def test_line_continuation_is_rolled_back(pred):
+    pred.reset()
+    cut = SOURCE.index("        self.width = width") + len("        self.")
+    out = pred.predict(SOURCE[:cut], want_line=True)
+    lines = [c for c in out if c.kind == "line"]
+    assert lines and lines[0].text.startswith(out[0].text)
+    assert "\n" not in lines[0].text
+    assert len(pred.cached) == pred.backend.offset == len(pred._ctx)
+
+
+def test_no_line_when_rest_of_line_is_code(pred):
+    cut = SOURCE.index("        self.width = width") + len("        self.")
+    out = pred.predict(SOURCE[:cut], suffix="foo = 1\n", want_line=True)
+    assert not [c for c in out if c.kind == "line"]
+
+
+def test_tokens_concatenate_by_line():
+    tok = load_tokenizer(Path(Predictor.load().folder) / "tokenizer.json")
+    text = SOURCE[:5000] + "\n\n\t x = 'é😀中'\r\n  y\n"
+    lines = text.split("\n")
+    cat = []
+    for i, line in enumerate(lines):
+        cat += tok.encode(("\n" if i else "") + line).ids
+    assert tok.encode(text).ids == cat
+
+
+def test_word_prefix():
+    assert word_prefix("os.pa") == "pa"
+    assert word_prefix("x = 12") == ""
+    assert word_prefix("foo(") == ""
+    assert word_prefix("a_b2") == "a_b2"
+    assert word_prefix("3abc") == "abc"
+    assert word_prefix("ünï") == "ünï"
+
+
+def test_engine_thread_runs_everything_on_one_thread():
+    et = EngineThread()
+    seen = set()
+    jobs = [et.submit(lambda: seen.add(threading.get_ident())) for _ in range(20)]
+    for j in jobs:
+        j.future.result(5)
+    assert len(seen) == 1 and threading.get_ident() not in seen
+    with pytest.raises(ZeroDivisionError):
+        et.call(lambda: 1 / 0)
+    et.shutdown()
+
+
+def test_unicode_and_huge_lines_do_not_break(pred):
+    pred.reset()
+    out = pred.predict("x = '😀中文'\nname = 1\nna")
+    assert all(c.text.startswith("na") for c in out)
+    huge = "y = [" + "1, " * 200000 + "]\nva"
+    out = pred.predict(huge)
+    assert len(pred.cached) <= pred.config.max_context_tokens + 1
+    assert np.isfinite([c.score for c in out]).all()
