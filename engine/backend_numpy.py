@@ -132,3 +132,21 @@ class NumpyBackend:
 
     def reset(self) -> None:
         self.offset = 0
+
+    def shift(self, d: int) -> None:
+        """Context shift: drop the oldest ``d`` cached tokens and move the rest to positions ``0..``.
+
+        Keys are stored rotated by RoPE, and a rotation by ``p - d`` is a rotation by ``p`` followed
+        by one by ``-d``, so moving them is one more rotation (the method of llama.cpp's context
+        shift). Values do not depend on position.
+        """
+        off = self.offset
+        d = min(d, off)
+        n = off - d
+        half = self.hd // 2
+        c, s = self.cos[d], -self.sin[d]  # rotation by -d
+        k = self.k[:, :, d:off]
+        k1, k2 = k[..., :half], k[..., half:]
+        self.k[:, :, :n] = np.concatenate([k1 * c - k2 * s, k1 * s + k2 * c], axis=-1)
+        self.v[:, :, :n] = self.v[:, :, d:off].copy()
+        self.offset = n

@@ -80,6 +80,22 @@ class MLXBackend:
         self.cache = self.model.make_cache()
         mx.clear_cache()
 
+    def shift(self, d: int) -> None:
+        """Context shift (see ``NumpyBackend.shift``): drop ``d`` oldest tokens, re-rotate keys."""
+        hd = self.args.head_dim
+        half = hd // 2
+        inv = self.args.rope_theta ** (-np.arange(0, hd, 2, dtype=np.float64) / hd)
+        c = mx.array(np.cos(d * inv).astype(np.float32))
+        s = mx.array(-np.sin(d * inv).astype(np.float32))
+        for cache in self.cache:
+            off = cache.offset
+            d_ = min(d, off)
+            k = cache.keys[..., d_:off, :]
+            k1, k2 = k[..., :half], k[..., half:]
+            cache.keys[..., : off - d_, :] = mx.concatenate([k1 * c - k2 * s, k1 * s + k2 * c], axis=-1)
+            cache.values[..., : off - d_, :] = cache.values[..., d_:off, :]
+            cache.offset = off - d_
+
 
 def make_backend(folder: Path, kind: str, capacity: int):
     """Build ``kind`` (``numpy``, ``mlx`` or ``auto``) over ``folder``.

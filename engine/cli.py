@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import logging
 import sys
 from pathlib import Path
@@ -47,6 +48,12 @@ def _cmd_complete(a) -> int:
     for c in p.predict(prefix)[: a.n]:
         print(f"{c.score:8.3f}  {c.kind:10s} {c.text!r}")
     return 0
+
+
+def _cmd_demo(a) -> int:
+    from laya_lsp.replay import demo
+
+    return demo(a.file, model=a.model, limit_chars=a.max_chars)
 
 
 def _cmd_eval(a) -> int:
@@ -99,6 +106,12 @@ def main(argv=None) -> int:
     p.add_argument("-n", type=int, default=10)
     p.set_defaults(fn=_cmd_complete)
 
+    p = sub.add_parser("demo", help="start the server, replay typing a real file, print suggestions and latencies")
+    p.add_argument("file", nargs="?", help="default: the stdlib's textwrap.py")
+    p.add_argument("--model", default=None)
+    p.add_argument("--max-chars", type=int, default=4000)
+    p.set_defaults(fn=_cmd_demo)
+
     p = sub.add_parser("eval", help="keystrokes saved and next-identifier accuracy on held-out code")
     p.add_argument("--corpus", default=str(DEFAULT_CORPUS))
     p.add_argument("--model", default=None)
@@ -115,8 +128,13 @@ def main(argv=None) -> int:
     p.set_defaults(fn=_cmd_bench)
 
     a = ap.parse_args(argv)
+    if a.cmd != "train":
+        # Latency paths: tiny matrix products are fastest (and steadiest) on one BLAS thread.
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     logging.basicConfig(level=logging.DEBUG if a.verbose else logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    if not a.verbose:
+        logging.getLogger("pygls").setLevel(logging.WARNING)
     return a.fn(a)
 
 

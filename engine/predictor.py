@@ -157,6 +157,13 @@ class Predictor:
         else:
             while lcp < n and cached[lcp] == ctx[lcp]:
                 lcp += 1
+        if self.config.context_shift and lcp < len(ctx) // 2 and len(cached) > 64:
+            d = _find_shift(cached, ctx)
+            if d:
+                self.backend.shift(d)
+                del cached[:d]
+                self.stats["shifts"] = self.stats.get("shifts", 0) + 1
+                return self._sync(ctx)
         if lcp == len(ctx):
             lcp -= 1  # need the hidden state of the last context token: recompute it
         if lcp < len(cached):
@@ -235,7 +242,7 @@ class Predictor:
                 if len(out) >= max_items:
                     break
         if want_line and out and self.config.line_max_tokens > 0 and _line_is_open(suffix):
-            line = self._continuation(ctx, out[0].text)
+            line = _without_suffix(self._continuation(ctx, out[0].text), suffix)
             if line and line != out[0].text:
                 out.insert(1, Candidate(line, out[0].score - 1e-3, "line"))
                 del out[max_items:]
@@ -269,6 +276,25 @@ class Predictor:
         line = line.rstrip()
         self._line_cache[key] = line
         return line
+
+
+def _find_shift(cached: list[int], ctx: list[int], probe: int = 32) -> int:
+    """Smallest ``d > 0`` with ``cached[d:d+probe] == ctx[:probe]`` (the window slid by ``d``), or 0."""
+    m = min(probe, len(ctx), len(cached))
+    head = ctx[:m]
+    first = head[0] if head else None
+    for d in range(1, len(cached) - m // 2):
+        if cached[d] == first and cached[d : d + m] == head[: len(cached) - d]:
+            return d
+    return 0
+
+
+def _without_suffix(line: str, suffix: str | None) -> str:
+    """Drop the end of a continuation that the rest of the line already has (e.g. a ``)``)."""
+    rest = (suffix or "").split("\n", 1)[0].strip()
+    if rest and line.endswith(rest):
+        line = line[: -len(rest)].rstrip()
+    return line
 
 
 def _line_is_open(suffix: str | None) -> bool:

@@ -1,8 +1,11 @@
 """``initializationOptions``: typed, defaulted, one docstring per option.
 
-Modelled on jedi-language-server's ``InitializationOptions``: a keyword-only dataclass, structured
-with a cattrs converter that maps the client's camelCase keys to snake_case fields. A bad option
-yields a message naming it (the server shows it with ``window/showMessage``) and the defaults.
+Modelled on jedi-language-server's ``InitializationOptions``: a keyword-only dataclass whose fields
+the client sends in camelCase (``debounceMs`` for ``debounce_ms``). Each option is structured on its
+own with a strict cattrs converter, so one bad option costs only that option: it falls back to its
+default, the others keep their values, and :func:`parse_options` returns a message naming it in
+camelCase (the server shows those with ``window/showMessage``). Unknown keys are reported and
+ignored.
 
 This dataclass is the one list of options: the VS Code ``package.json`` (``laya.*`` settings), the
 Neovim ``init_options`` example and the README table are checked against it by
@@ -11,11 +14,13 @@ Neovim ``init_options`` example and the README table are checked against it by
 
 from __future__ import annotations
 
+import difflib
+import json
 import re
-from dataclasses import dataclass, fields
+import typing
+from dataclasses import dataclass, fields, replace
 
 import cattrs
-from cattrs.gen import make_dict_structure_fn, override
 
 
 @dataclass(kw_only=True)
@@ -35,7 +40,8 @@ class InitializationOptions:
     enable_inline: bool = True
     """Answer ``textDocument/inlineCompletion`` with the rest-of-line continuation."""
     log_level: str = "info"
-    """``debug``, ``info``, ``warning`` or ``error`` (stderr and ``window/logMessage``)."""
+    """``debug``, ``info``, ``warning`` or ``error`` (stderr; ``window/logMessage`` gets warnings
+    and errors, or only errors at ``error``)."""
     backend: str | None = None
     """Override the variant's backend: ``numpy``, ``mlx`` or ``auto``."""
 
@@ -52,45 +58,102 @@ def _snake(name: str) -> str:
 OPTION_NAMES = [_camel(f.name) for f in fields(InitializationOptions)]
 """The camelCase option names, in declaration order."""
 
-_converter = cattrs.Converter(forbid_extra_keys=True)
-_converter.register_structure_hook(
-    InitializationOptions,
-    make_dict_structure_fn(
-        InitializationOptions, _converter, _cattrs_forbid_extra_keys=True,
-        **{f.name: override(rename=_camel(f.name)) for f in fields(InitializationOptions)},
-    ),
-)
+_FIELDS = {_camel(f.name): f.name for f in fields(InitializationOptions)}
+_TYPES = typing.get_type_hints(InitializationOptions)
 _CHOICES = {
-    "log_level": {"debug", "info", "warning", "error"},
-    "backend": {None, "numpy", "mlx", "auto"},
+    "log_level": ("debug", "info", "warning", "error"),
+    "backend": ("numpy", "mlx", "auto"),
 }
+_LOWER_BOUNDS = {"debounce_ms": 0, "max_items": 0}
+
+
+def _json_type(value) -> str:
+    if value is None:
+        return "null"
+    return {bool: "boolean", int: "number", float: "number", str: "string",
+            list: "array", dict: "object"}.get(type(value), type(value).__name__)
+
+
+def _strict_int(value, _type) -> int:
+    # JSON has one number type: accept 50 and 50.0, refuse 5.5, "5" and true.
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"expected a number, got {_json_type(value)} {value!r}")
+    if isinstance(value, float) and not value.is_integer():
+        raise TypeError(f"expected a whole number, got {value!r}")
+    return int(value)
+
+
+def _strict_bool(value, _type) -> bool:
+    # cattrs' default is bool(value), which turns the string "false" into True.
+    if not isinstance(value, bool):
+        raise TypeError(f"expected true or false, got {_json_type(value)} {value!r}")
+    return value
+
+
+def _strict_str(value, _type) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {_json_type(value)} {value!r}")
+    return value
+
+
+_converter = cattrs.Converter()
+_converter.register_structure_hook(int, _strict_int)
+_converter.register_structure_hook(bool, _strict_bool)
+_converter.register_structure_hook(str, _strict_str)
+
+
+def _check(name: str, value):
+    """Structure and validate one option; raises ``TypeError``/``ValueError`` with the reason."""
+    value = _converter.structure(value, _TYPES[name])
+    if name in _CHOICES and value is not None:
+        value = value.lower()
+        if value not in _CHOICES[name]:
+            raise ValueError(f"{value!r} is not one of {', '.join(_CHOICES[name])}")
+    if name in _LOWER_BOUNDS and value < _LOWER_BOUNDS[name]:
+        raise ValueError(f"must be >= {_LOWER_BOUNDS[name]}, got {value}")
+    return value
+
+
+def _unknown(key: str) -> str:
+    hint = _camel(key) if _camel(key) in _FIELDS else None
+    if hint is None:
+        close = difflib.get_close_matches(key, OPTION_NAMES, n=1)
+        hint = close[0] if close else None
+    if hint:
+        return f"unknown option {key!r} (did you mean {hint!r}?); ignored"
+    return f"unknown option {key!r} (known: {', '.join(OPTION_NAMES)}); ignored"
 
 
 def parse_options(raw) -> tuple[InitializationOptions, list[str]]:
-    """Structure ``initializationOptions``.
+    """Structure ``initializationOptions`` option by option.
+
+    Args:
+        raw: the decoded JSON value the client sent (``None`` when it sent none). A ``null`` value
+            for a key means "unset" (clients often send that for settings the user left alone).
 
     Returns:
-        ``(options, problems)``: on any problem, ``options`` is all defaults and ``problems`` names
-        each bad option (e.g. ``"debounceMs: expected int, got 'x'"``).
+        ``(options, problems)``. ``options`` keeps every valid option; each invalid one has its
+        default. ``problems`` has one message per bad or unknown option, naming it in camelCase,
+        e.g. ``"debounceMs: expected a number, got string 'x'; using 0"`` (the default in JSON).
     """
     if raw is None:
         return InitializationOptions(), []
     if not isinstance(raw, dict):
-        return InitializationOptions(), [f"initializationOptions must be an object, got {type(raw).__name__}"]
-    # Clients often send "null" for unset settings: treat as absent.
-    raw = {k: v for k, v in raw.items() if v is not None}
-    try:
-        opts = _converter.structure(raw, InitializationOptions)
-    except cattrs.BaseValidationError as e:
-        return InitializationOptions(), cattrs.transform_error(e, path="initializationOptions")
-    problems = []
-    for name, allowed in _CHOICES.items():
-        v = getattr(opts, name)
-        if v not in allowed:
-            problems.append(f"{_camel(name)}: {v!r} is not one of {sorted(a for a in allowed if a)}")
-    for name in ("debounce_ms", "max_items"):
-        if getattr(opts, name) < 0:
-            problems.append(f"{_camel(name)}: must be >= 0")
-    if problems:
-        return InitializationOptions(), problems
-    return opts, []
+        return InitializationOptions(), [
+            f"initializationOptions must be an object, got {_json_type(raw)}; using defaults"]
+    values: dict = {}
+    problems: list[str] = []
+    defaults = InitializationOptions()
+    for key, value in raw.items():
+        name = _FIELDS.get(key)
+        if name is None:
+            problems.append(_unknown(str(key)))
+            continue
+        if value is None:
+            continue
+        try:
+            values[name] = _check(name, value)
+        except (TypeError, ValueError, cattrs.BaseValidationError) as e:
+            reason = e.exceptions[0] if isinstance(e, cattrs.BaseValidationError) and e.exceptions else e
+            problems.append(f"{key}: {reason}; using {json.dumps(getattr(defaults, name))}")
+    return replace(defaults, **values), problems

@@ -65,7 +65,8 @@ def test_deletion_rolls_back_to_the_same_state_as_fresh(pred):
     assert got == want
 
 
-def test_rolled_back_cache_equals_a_fresh_prefill_of_its_tokens(pred):
+def test_rolled_back_cache_equals_a_fresh_prefill_of_its_tokens(pred, monkeypatch):
+    monkeypatch.setattr(pred.config, "context_shift", False)  # a shifted cache is close, not equal
     pred.reset()
     cut = SOURCE.index("def _split(self, text):")
     for i in range(cut - 80, cut + 40):
@@ -167,3 +168,16 @@ def test_unicode_and_huge_lines_do_not_break(pred):
     out = pred.predict(huge)
     assert len(pred.cached) <= pred.config.max_context_tokens + 1
     assert np.isfinite([c.score for c in out]).all()
+
+
+def test_context_shift_slides_without_reprefill(pred):
+    pred.reset()
+    ends = [i for i, ch in enumerate(SOURCE) if ch == "\n"][:300]
+    shifts = pred.stats.get("shifts", 0)
+    for e in ends:
+        before = pred.stats["forward_tokens"]
+        pred.predict(SOURCE[: e + 1])
+        assert len(pred.cached) == pred.backend.offset
+        if ends.index(e) > 100:  # once the window is full, no step re-prefills a whole window
+            assert pred.stats["forward_tokens"] - before < 64
+    assert pred.stats.get("shifts", 0) > shifts

@@ -1,0 +1,23 @@
+-- Laya: local code completion over LSP (laya-lsp). Neovim 0.11+:
+--   vim.opt.runtimepath:append('/path/to/laya/editors/nvim')  -- or copy this file to ~/.config/nvim/lsp/
+--   vim.lsp.enable('laya')
+-- Override any field with vim.lsp.config('laya', { ... }) before enabling, e.g.
+--   vim.lsp.config('laya', { cmd = { '/path/to/laya/.venv/bin/laya-lsp' } })
+-- init_options are the server's initializationOptions (laya_lsp/config.py), all at their defaults.
+return {
+  cmd = { 'laya-lsp' },
+  filetypes = {
+    'python', 'lua', 'javascript', 'javascriptreact', 'typescript', 'typescriptreact',
+    'go', 'rust', 'c', 'cpp', 'java', 'sh', 'ruby', 'toml', 'yaml', 'json', 'markdown', 'text',
+  },
+  root_markers = { '.git' },
+  init_options = {
+    modelPath = nil, -- model folder (mlx-lm format); nil: the model shipped inside the package
+    variant = 'code', -- 'code' or 'typing' (engine variant from configs/)
+    debounceMs = 0, -- wait this long (ms) before computing a completion; 0: no wait
+    maxItems = 20, -- most items in one completion list
+    enableInline = true, -- answer textDocument/inlineCompletion with the rest-of-line continuation
+    logLevel = 'info', -- 'debug', 'info', 'warning' or 'error'
+    backend = nil, -- override the variant's backend: 'numpy', 'mlx' or 'auto'; nil: the variant's
+  },
+}

@@ -1,0 +1,81 @@
+"""``textDocument/completion``: the engine's ranked candidates as a completion list.
+
+Each item's edit replaces exactly the identifier prefix being typed (``os.pa`` + ``path`` keeps
+``os.``), as a ``TextEdit``, or as an ``InsertReplaceEdit`` whose ``replace`` range also covers
+the rest of the identifier after the cursor when the client supports that. The list is always
+``isIncomplete``: the client asks again as the user types, and the engine re-ranks in ~1 ms.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from .predictions import predict_at
+
+if TYPE_CHECKING:
+    from engine.types import Candidate
+
+    from .documents import CursorContext
+    from .server import LayaServer
+
+TRIGGER_CHARACTERS = ["."]
+OPTIONS = types.CompletionOptions(trigger_characters=TRIGGER_CHARACTERS, resolve_provider=False)
+
+_KINDS = {
+    "identifier": types.CompletionItemKind.Variable,
+    "keyword": types.CompletionItemKind.Keyword,
+    "line": types.CompletionItemKind.Text,
+}
+
+
+def empty() -> types.CompletionList:
+    return types.CompletionList(is_incomplete=True, items=[])
+
+
+def build_items(ctx: CursorContext, candidates: list[Candidate], *, insert_replace: bool,
+                max_items: int) -> list[types.CompletionItem]:
+    """Completion items, in the engine's order (``sortText`` ``0000``, ``0001``, ...).
+
+    Args:
+        ctx: where the cursor is and what is being typed.
+        candidates: the engine's candidates, best first; duplicates keep the first.
+        insert_replace: use ``InsertReplaceEdit`` (client declared ``insertReplaceSupport``).
+        max_items: most items.
+    """
+    items: list[types.CompletionItem] = []
+    seen: set[str] = set()
+    for cand in candidates:
+        if cand.text in seen or not cand.text:
+            continue
+        seen.add(cand.text)
+        if insert_replace:
+            edit = types.InsertReplaceEdit(new_text=cand.text, insert=ctx.insert_range,
+                                           replace=ctx.replace_range)
+        else:
+            edit = types.TextEdit(range=ctx.insert_range, new_text=cand.text)
+        items.append(types.CompletionItem(
+            label=cand.text,
+            kind=_KINDS.get(cand.kind, types.CompletionItemKind.Text),
+            detail="Laya: rest of line" if cand.kind == "line" else None,
+            sort_text=f"{len(items):04d}",
+            filter_text=cand.text,
+            insert_text_format=types.InsertTextFormat.PlainText,
+            text_edit=edit,
+        ))
+        if len(items) >= max_items:
+            break
+    return items
+
+
+async def completion(ls: LayaServer, params: types.CompletionParams) -> types.CompletionList:
+    """Handle ``textDocument/completion`` (see :func:`~laya_lsp.predictions.predict_at`)."""
+    max_items = ls.options.max_items
+    pred = await predict_at(ls, params.text_document.uri, params.position,
+                            types.TEXT_DOCUMENT_COMPLETION, max_items=max_items, want_line=True)
+    if pred is None:
+        return empty()
+    return types.CompletionList(is_incomplete=True, items=build_items(
+        pred.context, pred.candidates, insert_replace=ls.client_supports_insert_replace,
+        max_items=max_items))

@@ -1,0 +1,119 @@
+"""Cursor geometry: what text the engine sees and which range a suggestion replaces.
+
+Every conversion between a client ``Position`` (UTF-16 code units by default, UTF-8/UTF-32 when
+negotiated) and string offsets goes through pygls's :class:`~pygls.workspace.TextDocument` and its
+position codec; a Python string is never indexed with ``position.character``. Ranges are computed
+in the real document (CRLF kept); only the text handed to the engine is normalized to LF and
+bounded in size.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from lsprotocol import types
+from pygls.workspace import TextDocument
+from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
+
+from engine.text import word_prefix
+
+MAX_PREFIX_CHARS = 64 * 1024
+"""Most characters before the cursor handed to the engine (its context window is far smaller)."""
+MAX_SUFFIX_CHARS = 4 * 1024
+"""Most characters after the cursor handed to the engine."""
+
+# pygls splits lines with str.splitlines(keepends=True), so these all end a line there.
+_LINE_END = re.compile(r"(?:\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029])\Z")
+_WORD_AHEAD = re.compile(r"\w*")
+
+
+@dataclass(frozen=True, slots=True)
+class CursorContext:
+    """The text around one cursor position, ready for the engine and for building edits."""
+
+    prefix: str
+    """Up to :data:`MAX_PREFIX_CHARS` before the cursor, line endings normalized to ``\\n``."""
+    suffix: str
+    """Up to :data:`MAX_SUFFIX_CHARS` after the cursor, line endings normalized to ``\\n``."""
+    word: str
+    """The identifier prefix being typed (:func:`engine.text.word_prefix` of ``prefix``)."""
+    insert_range: types.Range
+    """Client units: from the start of ``word`` to the cursor. A suggestion replaces this."""
+    replace_range: types.Range
+    """Client units: from the start of ``word`` to the end of the identifier the cursor is in
+    (for ``InsertReplaceEdit.replace``); equal to ``insert_range`` when no word follows."""
+
+
+def normalize_newlines(text: str) -> str:
+    """CRLF and lone CR to LF (the engine was trained on LF text)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def clamp_position(doc: TextDocument, position: types.Position,
+                   lines: Sequence[str] | None = None) -> ServerTextPosition | None:
+    """The code-point position for a client position, clamped to the end of its line.
+
+    Args:
+        doc: the open document.
+        position: line and character in the client's position encoding.
+        lines: ``doc.lines``, when the caller has them already (pygls splits the whole text on
+            every access).
+
+    Returns:
+        The position in code points (``ServerTextPosition``), with a character past the end of the
+        line moved to the line end. The line just after a final line break (or line 0 of an empty
+        document) is valid, at character 0. ``None`` for a line past the end of the document.
+    """
+    if lines is None:
+        lines = doc.lines
+    if position.line < 0 or position.character < 0:
+        return None
+    if position.line >= len(lines):
+        at_last_line_start = position.line == len(lines) and (
+            not lines or _LINE_END.search(lines[-1]) is not None)
+        return ServerTextPosition(position.line, 0) if at_last_line_start else None
+    content = _LINE_END.sub("", lines[position.line])
+    codec = doc.position_codec
+    width = codec.client_num_units(content)
+    # pygls clamps an overlong character to the line length minus one (and mutates the Position it
+    # is given), so hand it a fresh, already-clamped one.
+    clamped = types.Position(line=position.line, character=min(position.character, width))
+    server = codec.position_from_client_units(lines, clamped)
+    return ServerTextPosition(server.line, min(server.character, len(content)))
+
+
+def cursor_context(doc: TextDocument, position: types.Position, *,
+                   max_prefix: int = MAX_PREFIX_CHARS,
+                   max_suffix: int = MAX_SUFFIX_CHARS) -> CursorContext | None:
+    """Cut the engine's prefix/suffix at ``position`` and compute the ranges to replace.
+
+    Args:
+        doc: the open document (pygls keeps it in sync with the client's edits).
+        position: the cursor, in client units; clamped to its line end when past it.
+        max_prefix: most characters of prefix to keep (the last ones before the cursor).
+        max_suffix: most characters of suffix to keep.
+
+    Returns:
+        The :class:`CursorContext`, or ``None`` when ``position`` is past the end of the document.
+    """
+    lines = doc.lines  # split once: every pygls helper below would split the text again
+    cursor = clamp_position(doc, position, lines)
+    if cursor is None:
+        return None
+    source = doc.source
+    offset = sum(map(len, itertools.islice(lines, cursor.line))) + cursor.character
+    prefix = normalize_newlines(source[max(0, offset - max_prefix):offset])
+    suffix = normalize_newlines(source[offset:offset + max_suffix])
+    word = word_prefix(prefix)
+    # An identifier never spans a line break, so the word lies on the cursor's line.
+    start = ServerTextPosition(cursor.line, cursor.character - len(word))
+    ahead = _WORD_AHEAD.match(suffix).group()
+    end_of_word = ServerTextPosition(cursor.line, cursor.character + len(ahead))
+    codec = doc.position_codec
+    insert_range = codec.range_to_client_units(lines, ServerTextRange(start, cursor))
+    replace_range = codec.range_to_client_units(lines, ServerTextRange(start, end_of_word))
+    return CursorContext(prefix=prefix, suffix=suffix, word=word,
+                         insert_range=insert_range, replace_range=replace_range)

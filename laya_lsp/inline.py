@@ -1,0 +1,42 @@
+"""``textDocument/inlineCompletion``: the engine's rest-of-line continuation as ghost text.
+
+Registered only when the ``enableInline`` option is on. The one item replaces the identifier
+prefix being typed (its range) with the continuation, which starts with that prefix, so an editor
+shows only the part after the cursor.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from .predictions import predict_at
+
+if TYPE_CHECKING:
+    from .server import LayaServer
+
+OPTIONS = types.InlineCompletionOptions()
+LINE_SEARCH_ITEMS = 4
+"""Candidates asked for: the engine ranks its line continuation second, after the best word."""
+
+
+def empty() -> types.InlineCompletionList:
+    return types.InlineCompletionList(items=[])
+
+
+async def inline_completion(ls: LayaServer, params: types.InlineCompletionParams
+                            ) -> types.InlineCompletionList:
+    """Handle ``textDocument/inlineCompletion``: the best ``line`` candidate, or no item."""
+    if not ls.options.enable_inline:
+        return empty()
+    pred = await predict_at(ls, params.text_document.uri, params.position,
+                            types.TEXT_DOCUMENT_INLINE_COMPLETION,
+                            max_items=LINE_SEARCH_ITEMS, want_line=True)
+    if pred is None:
+        return empty()
+    line = next((c for c in pred.candidates if c.kind == "line"), None)
+    if line is None or len(line.text) <= len(pred.context.word):
+        return empty()
+    return types.InlineCompletionList(items=[types.InlineCompletionItem(
+        insert_text=line.text, range=pred.context.insert_range, filter_text=line.text)])

@@ -1,0 +1,127 @@
+"""Loading the model on the engine thread, with work-done progress and user-visible errors.
+
+The load starts while ``initialize`` is handled (so it overlaps the client's start-up) and runs
+as two engine jobs, load then warm-up. The engine (numpy, MLX) is imported inside the first job,
+so the server answers ``initialize`` after importing only pygls and lsprotocol. Progress and
+error messages wait for ``initialized``: before its ``initialize`` result a server may not send
+``window/workDoneProgress/create``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+from .scheduling import await_job
+
+if TYPE_CHECKING:
+    from .config import InitializationOptions
+    from .server import LayaServer
+
+log = logging.getLogger(__name__)
+
+
+class ModelHandle:
+    """The predictor and its load state.
+
+    ``predictor`` is set on the engine thread by the load job; engine jobs queued after it (the
+    queue is first-in first-out) can read it directly. Loop-side code awaits :meth:`wait`.
+    """
+
+    def __init__(self) -> None:
+        self.predictor: Any | None = None
+        self.error: str | None = None
+        """Why the model is unavailable (names the file at fault), once loading failed."""
+        self.load_ms: float | None = None
+        self.loaded: asyncio.Future | None = None
+        """Resolves when the model files are read (before the warm-up)."""
+        self.task: asyncio.Task | None = None
+        """Resolves to the predictor, or None when loading failed; never raises."""
+
+    def start(self, ls: LayaServer, options: InitializationOptions) -> None:
+        """Queue the load and warm-up jobs. Call on the event loop, once."""
+        loop = asyncio.get_running_loop()
+        self.loaded = loop.create_future()
+        self.task = loop.create_task(self._load(ls, options))
+
+    async def _load(self, ls: LayaServer, options: InitializationOptions) -> Any | None:
+        t0 = time.perf_counter()
+        try:
+            predictor = await await_job(ls.bridge.submit(
+                _load_job, self, options.model_path, options.variant, options.backend))
+            self.loaded.set_result(True)
+            await await_job(ls.bridge.submit(_warmup_job, predictor))
+        except Exception as e:  # noqa: BLE001 - reported to the user, the server stays up
+            self.predictor = None
+            self.error = _describe(e)
+            if not self.loaded.done():
+                self.loaded.set_result(False)
+            log.error("model not loaded: %s", self.error)
+            return None
+        self.load_ms = (time.perf_counter() - t0) * 1e3
+        log.info("model ready in %.0f ms", self.load_ms)
+        return predictor
+
+    async def wait(self) -> Any | None:
+        """The predictor once loaded and warm; None if loading failed or never started."""
+        if self.task is None:
+            return None
+        # shield: a cancelled request must not cancel the load it waits for
+        return await asyncio.shield(self.task)
+
+
+def _describe(e: BaseException) -> str:
+    if isinstance(e, ImportError):
+        return f"the engine could not be imported: {e}"
+    return str(e) or type(e).__name__
+
+
+def _load_job(handle: ModelHandle, model_path: str | None, variant: str, backend: str | None):
+    """Engine thread: import the engine and load the model folder."""
+    from engine.predictor import Predictor
+
+    handle.predictor = Predictor.load(model_dir=model_path, variant=variant, backend=backend)
+    return handle.predictor
+
+
+def _warmup_job(predictor) -> None:
+    """Engine thread: pay first-use costs now, not on the first keystroke."""
+    predictor.warmup()
+
+
+async def report_loading(ls: LayaServer) -> None:
+    """Show the load as work-done progress (if the client supports it); show a failure.
+
+    Call from the ``initialized`` handler. A failure is sent as ``window/showMessage`` (Error) with
+    the engine's message, which names the file at fault.
+    """
+    handle = ls.model
+    if handle.task is None:
+        return
+    token = None
+    if ls.client_supports_progress:
+        token = f"laya-load-{uuid.uuid4()}"
+        try:
+            await ls.work_done_progress.create_async(token)
+        except Exception as e:  # noqa: BLE001 - a client may refuse; loading goes on
+            log.debug("window/workDoneProgress/create failed: %s", e)
+            token = None
+    progress = ls.work_done_progress
+    if token:
+        progress.begin(token, types.WorkDoneProgressBegin(
+            title="Laya", message="loading the model", percentage=0, cancellable=False))
+        if await asyncio.shield(handle.loaded):
+            progress.report(token, types.WorkDoneProgressReport(message="warming up", percentage=50))
+    predictor = await handle.wait()
+    if token:
+        done = f"ready in {handle.load_ms:.0f} ms" if predictor is not None else "model not loaded"
+        progress.end(token, types.WorkDoneProgressEnd(message=done))
+    if predictor is None:
+        ls.window_show_message(types.ShowMessageParams(
+            type=types.MessageType.Error,
+            message=f"Laya: the model could not be loaded, completions are off: {handle.error}"))

@@ -1,0 +1,103 @@
+"""One request's path to ranked candidates, shared by completion and inline completion.
+
+ticket -> debounce -> still latest? -> model ready? -> cursor context -> engine job (latest
+again? document switch? predict). Anything stale, unknown or out of range gives ``None``, which
+the handlers turn into an empty answer; the server never answers with results for text the
+client has since changed.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+from .documents import CursorContext, cursor_context
+from .scheduling import Sequencer, Ticket, debounce
+
+if TYPE_CHECKING:
+    from engine.types import Candidate
+
+    from .server import LayaServer
+
+log = logging.getLogger(__name__)
+
+arrival_ticket: contextvars.ContextVar[Ticket | None] = contextvars.ContextVar(
+    "laya_arrival_ticket", default=None)
+"""The ticket taken when the request was read off the wire (see ``server.LayaProtocol``); the
+handler's task inherits it, so an edit read after the request but before the handler first runs
+still makes the request stale."""
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    context: CursorContext
+    candidates: list[Candidate]
+
+
+def take_ticket(ls: LayaServer, uri: str, kind: str) -> Ticket:
+    """The ticket taken on arrival for this request, or a new one (handlers called directly)."""
+    ticket = arrival_ticket.get()
+    if ticket is not None and ticket.uri == uri and ticket.kind == kind:
+        arrival_ticket.set(None)
+        return ticket
+    return ls.sequencer.ticket(uri, kind)
+
+
+async def predict_at(ls: LayaServer, uri: str, position: types.Position, kind: str, *,
+                     max_items: int, want_line: bool) -> Prediction | None:
+    """Candidates for the cursor at ``position`` in document ``uri``.
+
+    Args:
+        ls: the server.
+        uri: the document, as the client names it.
+        position: the cursor, in client units.
+        kind: the request method (the latest-wins group).
+        max_items: most candidates.
+        want_line: also ask for a rest-of-line continuation.
+
+    Returns:
+        The cursor context and candidates, or None when the request went stale, the document is
+        not open, the position is past its end, or the model is not available.
+
+    Raises:
+        asyncio.CancelledError: when the client cancelled the request (the engine job is stopped).
+    """
+    ticket = take_ticket(ls, uri, kind)
+    await debounce(ls.options.debounce_ms)
+    if not ls.sequencer.is_current(ticket):
+        log.debug("%s %s: superseded during debounce", kind, uri)
+        return None
+    predictor = await ls.model.wait()
+    if predictor is None or not ls.sequencer.is_current(ticket):
+        return None
+    doc = ls.open_document(uri)
+    if doc is None:
+        log.info("%s for %s, which is not open: answering empty", kind, uri)
+        return None
+    ctx = cursor_context(doc, position)
+    if ctx is None:
+        log.info("%s at %d:%d is past the end of %s: answering empty",
+                 kind, position.line, position.character, uri)
+        return None
+    if max_items <= 0:
+        return Prediction(ctx, [])
+    candidates = await ls.bridge.run(_predict_job, predictor, ls.sequencer, ticket, ctx,
+                                     max_items, want_line)
+    if candidates is None or not ls.sequencer.is_current(ticket):
+        return None
+    return Prediction(ctx, candidates)
+
+
+def _predict_job(predictor: Any, sequencer: Sequencer, ticket: Ticket, ctx: CursorContext,
+                 max_items: int, want_line: bool) -> list[Candidate] | None:
+    """Engine thread: one decision, unless the request went stale while queued."""
+    if not sequencer.is_current(ticket):
+        return None
+    if predictor.doc_id != ticket.uri:
+        predictor.reset()  # the KV cache holds another document's context
+    return predictor.predict(ctx.prefix, ctx.suffix, doc_id=ticket.uri, max_items=max_items,
+                             want_line=want_line)

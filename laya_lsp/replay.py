@@ -1,0 +1,241 @@
+"""Replay typing into the server over stdio, as an editor would (the demo, eval and benchmark).
+
+The client is pygls's ``LanguageClient`` driving ``python -m laya_lsp``: ``didOpen`` with an empty
+document, then one incremental ``didChange`` per keystroke and a ``textDocument/completion`` at the
+cursor. Items are ranked as a client ranks them: keep those whose ``filterText`` starts with the
+typed prefix, then order by ``sortText``. Rest-of-line items (kind ``Text``) are shown in the demo
+but left out of the identifier metrics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+
+from engine.text import word_prefix
+
+
+def _utf16_len(s: str) -> int:
+    return len(s.encode("utf-16-le")) // 2
+
+
+class ReplayClient:
+    """A synchronous facade over an async pygls client running in its own thread."""
+
+    def __init__(self, model: str | None = None, init_options: dict | None = None):
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.client = LanguageClient("laya-replay", "0.1")
+        self.messages: list[str] = []
+        self.client.feature(types.WINDOW_SHOW_MESSAGE)(lambda p: self.messages.append(p.message))
+        self.client.feature(types.WINDOW_LOG_MESSAGE)(lambda p: None)
+        opts = dict(init_options or {})
+        if model:
+            opts["modelPath"] = str(model)
+        self.t_spawn = time.perf_counter()
+        self._run(self.client.start_io(sys.executable, "-m", "laya_lsp",
+                                       env={**os.environ, "HF_HUB_OFFLINE": "1"}))
+        result = self._run(self.client.initialize_async(types.InitializeParams(
+            capabilities=types.ClientCapabilities(),
+            initialization_options=opts,
+        )))
+        self.t_initialized = time.perf_counter() - self.t_spawn
+        self.server_info = result.server_info
+        self.client.initialized(types.InitializedParams())
+        self.uri = None
+        self.text = ""
+        self.version = 0
+
+    def _run(self, coro, timeout: float = 60):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    @property
+    def pid(self) -> int | None:
+        proc = getattr(self.client, "_server", None)
+        return getattr(proc, "pid", None)
+
+    def rss_mb(self) -> float:
+        """Resident memory of the server process (Linux ``/proc``), in MB."""
+        try:
+            for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        except OSError:
+            pass
+        return float("nan")
+
+    def open(self, uri: str, text: str = "", language: str = "python") -> None:
+        self.uri, self.text, self.version = uri, text, 1
+        self.client.text_document_did_open(types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id=language, version=1, text=text)))
+
+    def close(self) -> None:
+        self.client.text_document_did_close(types.DidCloseTextDocumentParams(
+            text_document=types.TextDocumentIdentifier(uri=self.uri)))
+
+    def _end(self, text: str) -> types.Position:
+        line = text.count("\n")
+        last = text[text.rfind("\n") + 1 :]
+        return types.Position(line=line, character=_utf16_len(last))
+
+    def type_to(self, text: str) -> None:
+        """Bring the document to ``text`` with one incremental change (append, or delete back)."""
+        if text == self.text:
+            return
+        n = 0
+        m = min(len(text), len(self.text))
+        while n < m and text[n] == self.text[n]:
+            n += 1
+        start = self._end(self.text[:n])
+        end = self._end(self.text)
+        self.version += 1
+        self.client.text_document_did_change(types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=self.uri, version=self.version),
+            content_changes=[types.TextDocumentContentChangePartial(
+                range=types.Range(start=start, end=end), text=text[n:])]))
+        self.text = text
+
+    def complete(self) -> tuple[list[types.CompletionItem], float]:
+        """Completion at the end of the document: ``(items ranked as a client ranks them, seconds)``."""
+        pos = self._end(self.text)
+        t = time.perf_counter()
+        res = self._run(self.client.text_document_completion_async(types.CompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=self.uri), position=pos)))
+        dt = time.perf_counter() - t
+        items = res.items if isinstance(res, types.CompletionList) else (res or [])
+        typed = word_prefix(self.text)
+        items = [i for i in items if (i.filter_text or i.label).startswith(typed)]
+        items.sort(key=lambda i: i.sort_text or i.label)
+        return items, dt
+
+    def shutdown(self) -> None:
+        try:
+            self._run(self.client.shutdown_async(None), timeout=10)
+            self.client.exit(None)
+            self._run(self.client.stop(), timeout=10)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+def evaluate_through_server(files, model=None):
+    """The ``engine.evaluate`` protocol with every completion asked over LSP stdio."""
+    from engine.evaluate import Score, WordCompletion, score_file
+
+    c = ReplayClient(model)
+    eng, base = Score(), Score()
+    t0 = time.perf_counter()
+    try:
+        for name, text in files:
+            c.open(f"file:///heldout/{name}", "")
+
+            def ask(prefix):
+                c.type_to(prefix)
+                items, _ = c.complete()
+                return [i.label for i in items if i.kind != types.CompletionItemKind.Text]
+
+            score_file(text, ask, eng, WordCompletion(), base)
+            c.close()
+    finally:
+        c.shutdown()
+    return eng, base, time.perf_counter() - t0
+
+
+def pct(xs) -> str:
+    import numpy as np
+
+    a = np.asarray(xs) * 1e3
+    return (f"median {np.median(a):6.3f} ms  p90 {np.percentile(a, 90):6.3f} ms  "
+            f"p99 {np.percentile(a, 99):6.3f} ms  (n={len(a)})")
+
+
+def bench_round_trip(text: str, warmup: int = 100, runs: int = 1000, model=None, edits: int = 10000) -> None:
+    """LSP completion round trips (seed method), start-up times and resident memory over edits."""
+    import numpy as np
+
+    c = ReplayClient(model)
+    try:
+        c.open("file:///bench/typing.py", text[:2000])
+        t = time.perf_counter()
+        items, _ = c.complete()  # waits for the model to load
+        first = time.perf_counter() - c.t_spawn
+        print(f"\n[LSP over stdio] initialize answered {c.t_initialized * 1e3:.0f} ms after spawn; "
+              f"first completion {first * 1e3:.0f} ms after spawn ({len(items)} items)")
+        times = []
+        i = 2000
+        for k in range(warmup + runs):
+            i += 1
+            if i > len(text):
+                i = 2000
+            c.type_to(text[:i])
+            _, dt = c.complete()
+            if k >= warmup:
+                times.append(dt)
+        print(f"  completion round trip, typing forward: {pct(times)}")
+        rss = [c.rss_mb()]
+        done = warmup + runs
+        while done < edits:
+            i += 1
+            if i > len(text):
+                i = 2000
+            c.type_to(text[:i])
+            if done % 4 == 0:
+                c.complete()
+            done += 1
+            if done % 2000 == 0:
+                rss.append(c.rss_mb())
+        print(f"  server resident memory over {edits} edits (MB, every 2000): "
+              + " ".join(f"{r:.0f}" for r in rss) + f"; max {np.nanmax(rss):.0f}")
+    finally:
+        c.shutdown()
+
+
+def demo(path: str | None = None, model=None, every: int = 25, limit_chars: int = 4000) -> int:
+    """Type a real file into the server and print what it suggests, with latencies."""
+    import inspect
+    import textwrap
+
+    from engine.evaluate import IDENT
+
+    path = path or inspect.getsourcefile(textwrap)
+    text = Path(path).read_text("utf-8").replace("\r\n", "\n")
+    cut = text.rfind("\n", 0, limit_chars) + 1 if len(text) > limit_chars else len(text)
+    text = text[:cut]
+    c = ReplayClient(model)
+    print(f"laya-lsp {c.server_info.version if c.server_info else ''}: initialize answered in "
+          f"{c.t_initialized * 1e3:.0f} ms; typing {path} ({len(text)} chars)")
+    times, shown, saved, total = [], 0, 0, 0
+    try:
+        c.open(Path(path).resolve().as_uri())
+        targets = [(m.start(), m.group()) for m in IDENT.finditer(text) if len(m.group()) >= 2]
+        for n, (start, word) in enumerate(targets):
+            total += len(word)
+            for k in range(len(word)):
+                c.type_to(text[: start + k])
+                items, dt = c.complete()
+                times.append(dt)
+                top = [i.label for i in items if i.kind != types.CompletionItemKind.Text]
+                if top and top[0] == word:
+                    saved += len(word) - k - 1
+                    if n % every == 0:
+                        line = text[text.rfind("\n", 0, start) + 1 : start + k]
+                        print(f"  {line.strip()[-40:] + '|':42s} -> {', '.join(top[:3]):48s} {dt * 1e3:5.1f} ms")
+                        shown += 1
+                    break
+            else:
+                if n % every == 0:
+                    line = text[text.rfind("\n", 0, start) + 1 : start]
+                    print(f"  {line.strip()[-40:] + '|':42s} -> (typed all of {word!r})")
+        c.type_to(text)
+    finally:
+        c.shutdown()
+    print(f"\n{len(times)} completion requests: round trip {pct(times)}")
+    print(f"identifier keystrokes saved (accepting the first item with one key): {100 * saved / max(1, total):.1f}%")
+    return 0

@@ -1,0 +1,166 @@
+"""The language server: typed state, lifecycle and document handlers, feature registration.
+
+Feature handlers live in their own modules (:mod:`.completion`, :mod:`.inline`); each takes the
+server as its first parameter (named ``ls``, which is how pygls injects it), so a test can call
+it directly.
+"""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import unquote
+
+from lsprotocol import types
+from pygls.capabilities import get_capability
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.workspace import TextDocument
+
+from . import __version__, completion, inline, logging_setup
+from .config import InitializationOptions, parse_options
+from .documents import normalize_newlines
+from .loading import ModelHandle, report_loading
+from .predictions import arrival_ticket
+from .scheduling import EngineBridge, Sequencer, Throttle
+
+log = logging.getLogger(__name__)
+
+OBSERVE_INTERVAL_S = 1.0
+"""Most one document refresh of the engine's online n-gram per document per second."""
+MAX_OBSERVE_CHARS = 2_000_000
+"""Most characters of a document handed to ``observe_document`` (the start of the file)."""
+_TICKETED = (types.TEXT_DOCUMENT_COMPLETION, types.TEXT_DOCUMENT_INLINE_COMPLETION)
+
+
+class LayaProtocol(LanguageServerProtocol):
+    """Takes the latest-wins ticket of a completion request as it is read off the wire.
+
+    pygls starts an async handler as a task that first runs after the current message is
+    handled; over TCP the next message (an edit) can be handled before that. Taking the ticket
+    here keeps the order the client sent: an edit after the request makes it stale.
+    """
+
+    def _handle_request(self, msg_id, method_name, params):
+        if method_name in _TICKETED:
+            try:
+                uri = params.text_document.uri
+            except AttributeError:
+                uri = None
+            if uri is not None:
+                arrival_ticket.set(self._server.sequencer.ticket(uri, method_name))
+        try:
+            super()._handle_request(msg_id, method_name, params)
+        finally:
+            arrival_ticket.set(None)
+
+
+class LayaServer(LanguageServer):
+    """The Laya language server and its state (options, engine bridge, model, latest-wins)."""
+
+    def __init__(self, *, cli_log_level: str | None = None) -> None:
+        super().__init__("laya-lsp", __version__, protocol_cls=LayaProtocol,
+                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.options = InitializationOptions()
+        self.option_problems: list[str] = []
+        self.cli_log_level = cli_log_level
+        """``--log-level`` from the command line; overrides the ``logLevel`` option when set."""
+        self.sequencer = Sequencer()
+        self.bridge = EngineBridge()
+        self.model = ModelHandle()
+        self.observer = Throttle(OBSERVE_INTERVAL_S)
+
+    @property
+    def client_supports_progress(self) -> bool:
+        return bool(get_capability(self.client_capabilities, "window.work_done_progress", False))
+
+    @property
+    def client_supports_insert_replace(self) -> bool:
+        return bool(get_capability(
+            self.client_capabilities,
+            "text_document.completion.completion_item.insert_replace_support", False))
+
+    def open_document(self, uri: str) -> TextDocument | None:
+        """The synced document, or None when the client has not opened it (never read from disk)."""
+        return self.workspace.text_documents.get(unquote(uri))
+
+    def observe(self, uri: str) -> None:
+        """Refresh the engine's online n-gram for ``uri`` from its current text (low priority)."""
+        doc = self.open_document(uri)
+        if doc is None:
+            return
+        text = normalize_newlines(doc.source[:MAX_OBSERVE_CHARS])
+        self.bridge.submit_background(_observe_job, self.model, uri, text)
+
+
+def _observe_job(model: ModelHandle, uri: str, text: str) -> None:
+    if model.predictor is not None:
+        model.predictor.observe_document(uri, text)
+
+
+def _forget_job(model: ModelHandle, uri: str) -> None:
+    if model.predictor is not None:
+        model.predictor.forget_document(uri)
+
+
+# --- lifecycle ----------------------------------------------------------------------------------
+
+def on_initialize(ls: LayaServer, params: types.InitializeParams) -> None:
+    ls.options, ls.option_problems = parse_options(params.initialization_options)
+    logging_setup.set_level(ls.cli_log_level or ls.options.log_level)
+    logging_setup.attach(ls, ls.cli_log_level or ls.options.log_level)
+    for problem in ls.option_problems:
+        log.warning("initializationOptions: %s", problem)
+    if ls.options.enable_inline:
+        ls.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, inline.OPTIONS)(inline.inline_completion)
+    client = params.client_info.name if params.client_info else "unknown client"
+    log.info("initialize from %s; options %s", client, ls.options)
+    ls.model.start(ls, ls.options)
+
+
+async def on_initialized(ls: LayaServer, params: types.InitializedParams) -> None:
+    if ls.option_problems:
+        ls.window_show_message(types.ShowMessageParams(
+            type=types.MessageType.Warning,
+            message="Laya: problems in initializationOptions (the rest apply): "
+                    + "; ".join(ls.option_problems)))
+    await report_loading(ls)
+
+
+def on_shutdown(ls: LayaServer, params: None) -> None:
+    ls.bridge.shutdown()
+
+
+# --- document sync ------------------------------------------------------------------------------
+
+def did_open(ls: LayaServer, params: types.DidOpenTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    ls.sequencer.opened(uri)
+    ls.observer.cancel(uri)
+    ls.observer.trigger(uri, lambda: ls.observe(uri))
+
+
+def did_change(ls: LayaServer, params: types.DidChangeTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    ls.sequencer.edited(uri)
+    ls.observer.trigger(uri, lambda: ls.observe(uri))
+
+
+def did_close(ls: LayaServer, params: types.DidCloseTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    ls.sequencer.forget(uri)
+    ls.observer.cancel(uri)
+    ls.bridge.submit_background(_forget_job, ls.model, uri)
+
+
+def create_server(*, cli_log_level: str | None = None) -> LayaServer:
+    """A :class:`LayaServer` with every feature registered (inline completion is registered
+    during ``initialize``, when the ``enableInline`` option says so)."""
+    ls = LayaServer(cli_log_level=cli_log_level)
+    ls.feature(types.INITIALIZE)(on_initialize)
+    ls.feature(types.INITIALIZED)(on_initialized)
+    ls.feature(types.SHUTDOWN)(on_shutdown)
+    ls.feature(types.TEXT_DOCUMENT_DID_OPEN)(did_open)
+    ls.feature(types.TEXT_DOCUMENT_DID_CHANGE)(did_change)
+    ls.feature(types.TEXT_DOCUMENT_DID_CLOSE)(did_close)
+    ls.feature(types.TEXT_DOCUMENT_COMPLETION, completion.OPTIONS)(completion.completion)
+    return ls

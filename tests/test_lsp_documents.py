@@ -1,0 +1,156 @@
+"""Unit tests of ``laya_lsp.documents`` (cursor geometry) and ``completion.build_items``."""
+
+from __future__ import annotations
+
+import pytest
+from lsprotocol import types
+from pygls.workspace import TextDocument
+from pygls.workspace.position_codec import PositionCodec
+
+from engine.types import Candidate
+from laya_lsp.completion import build_items
+from laya_lsp.documents import cursor_context
+
+ENCODINGS = ["utf-8", "utf-16", "utf-32"]
+
+
+def units(text: str, encoding: str) -> int:
+    """Length of ``text`` in the code units of a position encoding."""
+    if encoding == "utf-8":
+        return len(text.encode("utf-8"))
+    if encoding == "utf-16":
+        return len(text.encode("utf-16-le")) // 2
+    return len(text)
+
+
+def doc_of(text: str, encoding: str = "utf-16") -> TextDocument:
+    return TextDocument("file:///t.py", text, position_codec=PositionCodec(encoding))
+
+
+def pos(line: int, character: int) -> types.Position:
+    return types.Position(line=line, character=character)
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_range_after_emoji_and_cjk(encoding):
+    line = 's = "😀 漢字 🎉"; print(s.up'
+    doc = doc_of("import os\n" + line + "\n", encoding)
+    cursor = pos(1, units(line, encoding))
+    ctx = cursor_context(doc, cursor)
+    assert ctx.word == "up"
+    assert ctx.prefix.endswith("print(s.up")
+    assert ctx.insert_range == types.Range(start=pos(1, units(line[:-2], encoding)), end=cursor)
+    assert ctx.replace_range == ctx.insert_range
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_range_mid_line_after_emoji(encoding):
+    before, after = 'label = "😀 漢字 🎉"; print(lab', ')  # 😀 tail'
+    doc = doc_of(before + after + "\n", encoding)
+    cursor = pos(0, units(before, encoding))
+    ctx = cursor_context(doc, cursor)
+    assert ctx.word == "lab"
+    assert ctx.prefix == before and ctx.suffix == after + "\n"
+    assert ctx.insert_range == types.Range(start=pos(0, units(before[:-3], encoding)), end=cursor)
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_identifier_made_of_cjk(encoding):
+    line = "值 = 漢字变量 + 漢字"
+    doc = doc_of(line, encoding)
+    ctx = cursor_context(doc, pos(0, units(line, encoding)))
+    assert ctx.word == "漢字"
+    assert ctx.insert_range.start == pos(0, units(line[:-2], encoding))
+
+
+def test_crlf_prefix_is_normalized_but_range_is_in_the_real_document():
+    doc = doc_of("import os\r\nvalue = 1\r\nprint(val\r\nrest\r\n")
+    ctx = cursor_context(doc, pos(2, 9))
+    assert ctx.prefix == "import os\nvalue = 1\nprint(val"
+    assert ctx.suffix == "\nrest\n"
+    assert ctx.insert_range == types.Range(start=pos(2, 6), end=pos(2, 9))
+
+
+def test_lone_cr_is_a_line_end_too():
+    ctx = cursor_context(doc_of("a = 1\rprint(a"), pos(1, 7))
+    assert ctx.prefix == "a = 1\nprint(a"
+    assert ctx.insert_range == types.Range(start=pos(1, 6), end=pos(1, 7))
+
+
+@pytest.mark.parametrize("text", ["x = os.pa\nnext", "x = os.pa\r\nnext", "x = os.pa"])
+def test_position_past_end_of_line_is_clamped(text):
+    ctx = cursor_context(doc_of(text), pos(0, 500))
+    assert ctx.word == "pa"
+    assert ctx.insert_range == types.Range(start=pos(0, 7), end=pos(0, 9))
+
+
+def test_end_of_last_line_without_newline():
+    # pygls' own offset->position maps the end of such a file to the next line; we must not
+    ctx = cursor_context(doc_of("import os\nos.pa"), pos(1, 5))
+    assert ctx.insert_range == types.Range(start=pos(1, 3), end=pos(1, 5))
+
+
+def test_line_after_final_newline_and_empty_document():
+    ctx = cursor_context(doc_of("import os\n"), pos(1, 0))
+    assert ctx.word == "" and ctx.prefix == "import os\n"
+    assert ctx.insert_range == types.Range(start=pos(1, 0), end=pos(1, 0))
+    empty = cursor_context(doc_of(""), pos(0, 0))
+    assert empty.prefix == "" and empty.insert_range == types.Range(start=pos(0, 0), end=pos(0, 0))
+
+
+@pytest.mark.parametrize("position", [pos(2, 0), pos(50, 3)])
+def test_position_past_end_of_document_gives_none(position):
+    assert cursor_context(doc_of("import os\nos.pa"), position) is None
+
+
+def test_cursor_inside_identifier_replace_range_covers_its_rest():
+    ctx = cursor_context(doc_of("print(textwrap)"), pos(0, 9))
+    assert ctx.word == "tex"
+    assert ctx.insert_range == types.Range(start=pos(0, 6), end=pos(0, 9))
+    assert ctx.replace_range == types.Range(start=pos(0, 6), end=pos(0, 14))
+
+
+def test_cursor_inside_surrogate_pair_does_not_crash():
+    ctx = cursor_context(doc_of("a = '😀'"), pos(0, 6))  # between the two UTF-16 halves
+    assert ctx.insert_range.end.character in (5, 7)
+
+
+def test_huge_line_is_bounded():
+    text = "x = [" + "1, " * 100_000 + "\n" + "y" * 10 + "\nprint(yy"
+    ctx = cursor_context(doc_of(text), pos(2, 8), max_prefix=1000, max_suffix=10)
+    assert len(ctx.prefix) == 1000 and ctx.prefix.endswith("print(yy")
+    assert ctx.word == "yy"
+
+
+def test_leading_digits_are_not_part_of_the_word():
+    ctx = cursor_context(doc_of("x = 3ab"), pos(0, 7))
+    assert ctx.word == "ab"
+    assert ctx.insert_range.start == pos(0, 5)
+
+
+def _ctx():
+    return cursor_context(doc_of("import os\nos.pa"), pos(1, 5))
+
+
+def test_build_items_text_edits_sort_and_dedupe():
+    cands = [Candidate("path", 2.0, "identifier"), Candidate("path", 1.9, "identifier"),
+             Candidate("path.join(a, b)", 1.8, "line"), Candidate("pass", 1.0, "keyword")]
+    items = build_items(_ctx(), cands, insert_replace=False, max_items=20)
+    assert [i.label for i in items] == ["path", "path.join(a, b)", "pass"]
+    assert [i.sort_text for i in items] == ["0000", "0001", "0002"]
+    assert [i.kind for i in items] == [types.CompletionItemKind.Variable, types.CompletionItemKind.Text,
+                                       types.CompletionItemKind.Keyword]
+    for item in items:
+        assert isinstance(item.text_edit, types.TextEdit)
+        assert item.text_edit.range == types.Range(start=pos(1, 3), end=pos(1, 5))
+        assert item.filter_text == item.text_edit.new_text == item.label
+        assert item.insert_text_format == types.InsertTextFormat.PlainText
+
+
+def test_build_items_insert_replace_and_max_items():
+    cands = [Candidate(f"pa{i}", -i, "identifier") for i in range(10)]
+    items = build_items(_ctx(), cands, insert_replace=True, max_items=3)
+    assert len(items) == 3
+    edit = items[0].text_edit
+    assert isinstance(edit, types.InsertReplaceEdit)
+    assert edit.insert == edit.replace == types.Range(start=pos(1, 3), end=pos(1, 5))

@@ -1,0 +1,167 @@
+"""End to end: initializationOptions (bad ones included), debounce, latest-wins, cancellation,
+and a model that cannot be loaded. Each server here is started with options that change its
+behaviour, as VS Code (one client is enough: the client-dependent paths are in test_lsp_e2e)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import sys
+import time
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pygls.exceptions import JsonRpcRequestCancelled
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+SERVER_ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+CONFIG = ClientServerConfig(server_command=[sys.executable, "-m", "laya_lsp"], server_env=SERVER_ENV)
+DEBOUNCE_MS = 300
+_ids = itertools.count()
+
+
+async def eventually(predicate, timeout: float = 30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := predicate():
+            return value
+        await asyncio.sleep(0.05)
+    raise AssertionError("condition not met in time")
+
+
+def open_doc(client: LanguageClient, text: str) -> str:
+    uri = f"file:///laya-options/{next(_ids)}/doc.py"
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+        uri=uri, language_id="python", version=1, text=text)))
+    return uri
+
+
+async def send_completion(client: LanguageClient, uri: str, line: int, character: int,
+                          msg_id: str | None = None) -> asyncio.Future:
+    """Send a completion request now; returns the future of its answer."""
+    params = types.CompletionParams(text_document=types.TextDocumentIdentifier(uri=uri),
+                                    position=types.Position(line=line, character=character))
+    # pytest-lsp's send_request_async is a coroutine: it sends only once it runs
+    answer = asyncio.ensure_future(
+        client.protocol.send_request_async(types.TEXT_DOCUMENT_COMPLETION, params, msg_id=msg_id))
+    await asyncio.sleep(0)
+    return answer
+
+
+async def completion(client: LanguageClient, uri: str, line: int, character: int):
+    return await (await send_completion(client, uri, line, character))
+
+
+# --- options, debounce, latest-wins, cancellation ------------------------------------------------
+
+@pytest_lsp.fixture(scope="module", config=CONFIG)
+async def client(lsp_client: LanguageClient):
+    lsp_client.init_result = await lsp_client.initialize_session(types.InitializeParams(
+        capabilities=client_capabilities("visual-studio-code"),
+        initialization_options={"debounceMs": DEBOUNCE_MS, "maxItems": 3, "enableInline": False,
+                                "logLevel": "loud", "bogusOption": 1, "modelPath": None},
+    ))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_bad_options_are_shown_by_name(client: LanguageClient):
+    msg = await eventually(lambda: next((m for m in client.messages
+                                         if m.type == types.MessageType.Warning), None))
+    assert "logLevel" in msg.message and "'loud'" in msg.message
+    assert "bogusOption" in msg.message
+    assert "debounceMs:" not in msg.message and "maxItems:" not in msg.message
+    # the same problems went to window/logMessage as warnings
+    logged = [m.message for m in client.log_messages if m.type == types.MessageType.Warning]
+    assert any("bogusOption" in m for m in logged), logged
+
+
+async def test_valid_options_still_apply(client: LanguageClient):
+    assert client.init_result.capabilities.inline_completion_provider is None  # enableInline: false
+    uri = open_doc(client, "import os\nos.pa")
+    result = await completion(client, uri, 1, 5)
+    assert 0 < len(result.items) <= 3  # maxItems: 3
+    for item in result.items:
+        assert item.text_edit.insert == types.Range(start=types.Position(line=1, character=3),
+                                                    end=types.Position(line=1, character=5))
+
+
+async def test_newer_request_wins_within_the_debounce(client: LanguageClient):
+    uri = open_doc(client, "import os\nos.pa")
+    first = await send_completion(client, uri, 1, 5)
+    await asyncio.sleep(0.05)
+    second = await send_completion(client, uri, 1, 5)
+    first, second = await first, await second
+    assert first.is_incomplete and len(first.items) == 0, "a superseded request answers empty"
+    assert len(second.items) > 0
+
+
+async def test_edit_makes_a_pending_request_answer_empty(client: LanguageClient):
+    uri = open_doc(client, "import os\nos.pa")
+    pending = await send_completion(client, uri, 1, 5)
+    await asyncio.sleep(0.05)
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=types.Position(line=1, character=5),
+                              end=types.Position(line=1, character=5)), text="t")]))
+    stale = await pending
+    assert len(stale.items) == 0
+    fresh = await completion(client, uri, 1, 6)
+    assert fresh.items and all(i.label.startswith("pat") for i in fresh.items)
+
+
+async def test_cancel_during_debounce_gives_request_cancelled(client: LanguageClient):
+    uri = open_doc(client, "import os\nos.pa")
+    t0 = time.monotonic()
+    pending = await send_completion(client, uri, 1, 5, msg_id="laya-cancel-during-debounce")
+    await asyncio.sleep(0.05)
+    client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id="laya-cancel-during-debounce"))
+    with pytest.raises(JsonRpcRequestCancelled):
+        await pending
+    assert time.monotonic() - t0 < DEBOUNCE_MS / 1000, "cancelled before its debounce ended"
+    after = await completion(client, uri, 1, 5)
+    assert len(after.items) > 0
+
+
+# --- a model that cannot be loaded ---------------------------------------------------------------
+
+@pytest_lsp.fixture(scope="module", params=["missing", "corrupt"], config=CONFIG)
+async def broken(request, lsp_client: LanguageClient):
+    folder = request.getfixturevalue("tmp_path_factory").mktemp("model") / "laya-broken"
+    lsp_client.named = str(folder)  # what the error message must name
+    if request.param == "corrupt":
+        folder.mkdir()
+        (folder / "config.json").write_text("{ not json", encoding="utf-8")
+        lsp_client.named = str(folder / "config.json")
+    await lsp_client.initialize_session(types.InitializeParams(
+        capabilities=client_capabilities("visual-studio-code"),
+        initialization_options={"modelPath": str(folder)}))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_load_failure_is_shown_naming_the_file(broken: LanguageClient):
+    named = broken.named
+    msg = await eventually(lambda: next((m for m in broken.messages
+                                         if m.type == types.MessageType.Error), None))
+    assert named in msg.message, msg.message
+    (reports,) = [r for r in broken.progress_reports.values() if r]
+    assert isinstance(reports[-1], types.WorkDoneProgressEnd)
+    assert reports[-1].message == "model not loaded"
+
+
+async def test_without_a_model_completions_are_empty_and_the_server_stays_up(broken: LanguageClient):
+    uri = open_doc(broken, "import os\nos.pa")
+    for _ in range(2):
+        result = await completion(broken, uri, 1, 5)
+        assert result.is_incomplete and len(result.items) == 0
+    inline = await broken.text_document_inline_completion_async(types.InlineCompletionParams(
+        context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Invoked),
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        position=types.Position(line=1, character=5)))
+    assert len(inline.items) == 0

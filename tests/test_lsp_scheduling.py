@@ -1,0 +1,164 @@
+"""Unit tests of ``laya_lsp.scheduling``: latest-wins, debounce, cancellation, priorities."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from engine.worker import EngineThread
+from laya_lsp.scheduling import EngineBridge, Sequencer, Throttle, await_job, debounce
+
+COMPLETION, INLINE = "textDocument/completion", "textDocument/inlineCompletion"
+
+
+def test_newer_request_supersedes_older_of_same_kind_only():
+    seq = Sequencer()
+    seq.opened("a")
+    first = seq.ticket("a", COMPLETION)
+    inline = seq.ticket("a", INLINE)
+    assert seq.is_current(first) and seq.is_current(inline)
+    second = seq.ticket("a", COMPLETION)
+    assert not seq.is_current(first)
+    assert seq.is_current(second)
+    assert seq.is_current(inline), "an inline request must not cancel the completion of the same keystroke"
+
+
+def test_edit_supersedes_every_request_of_that_document_only():
+    seq = Sequencer()
+    seq.opened("a")
+    seq.opened("b")
+    a, b = seq.ticket("a", COMPLETION), seq.ticket("b", COMPLETION)
+    seq.edited("a")
+    assert not seq.is_current(a)
+    assert seq.is_current(b)
+    assert seq.is_current(seq.ticket("a", COMPLETION))
+
+
+def test_ticket_from_before_close_stays_stale_after_reopen():
+    seq = Sequencer()
+    seq.opened("a")
+    old = seq.ticket("a", COMPLETION)
+    seq.forget("a")
+    assert not seq.is_current(old)
+    seq.opened("a")
+    assert not seq.is_current(old)
+
+
+async def test_debounce_waits_and_zero_does_not():
+    t0 = time.perf_counter()
+    await debounce(0)
+    assert time.perf_counter() - t0 < 0.01
+    t0 = time.perf_counter()
+    await debounce(60)
+    assert time.perf_counter() - t0 >= 0.055
+
+
+async def test_debounce_then_latest_wins():
+    """Two requests inside the debounce window: the older one sees it is stale after its sleep."""
+    seq = Sequencer()
+    seq.opened("a")
+
+    async def request() -> bool:
+        ticket = seq.ticket("a", COMPLETION)
+        await debounce(30)
+        return seq.is_current(ticket)
+
+    first = asyncio.ensure_future(request())
+    await asyncio.sleep(0.005)
+    second = asyncio.ensure_future(request())
+    assert await first is False
+    assert await second is True
+
+
+@pytest.fixture
+def engine():
+    e = EngineThread(name="test-engine")
+    yield e
+    e.shutdown()
+
+
+async def test_await_job_returns_result_and_raises_errors(engine):
+    assert await await_job(engine.submit(lambda x: x * 2, 21)) == 42
+    with pytest.raises(ZeroDivisionError):
+        await await_job(engine.submit(lambda: 1 / 0))
+
+
+async def test_cancel_sets_stop_of_running_job(engine):
+    started, ready = threading.Event(), threading.Event()
+    jobs = []
+
+    def long_job() -> str:
+        ready.wait(5)
+        started.set()
+        return "stopped" if jobs[0].stop.wait(5) else "ran out"
+
+    job = engine.submit(long_job)
+    jobs.append(job)
+    ready.set()
+    task = asyncio.ensure_future(await_job(job))
+    assert await asyncio.to_thread(started.wait, 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert job.stop.is_set()
+    assert await asyncio.wrap_future(job.future) == "stopped"
+
+
+async def test_cancel_of_queued_job_means_it_never_runs(engine):
+    gate = threading.Event()
+    ran = []
+    blocker = engine.submit(gate.wait, 5)
+    queued = engine.submit(ran.append, "ran")
+    task = asyncio.ensure_future(await_job(queued))
+    await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    gate.set()
+    await asyncio.wrap_future(blocker.future)
+    await asyncio.wrap_future(engine.submit(lambda: None).future)  # drain the queue
+    assert queued.future.cancelled()
+    assert ran == []
+
+
+async def test_background_job_yields_to_urgent_jobs(engine):
+    bridge = EngineBridge(engine)
+    gate = threading.Event()
+    order: list[str] = []
+    bridge.submit(gate.wait, 5)  # urgent, running: keeps the bridge busy
+    done = threading.Event()
+    bridge.submit_background(lambda: (order.append("background"), done.set()))
+    bridge.submit(order.append, "urgent")
+    gate.set()
+    assert await asyncio.to_thread(done.wait, 5)
+    assert order == ["urgent", "background"]
+    assert not bridge.busy()
+
+
+async def test_background_job_errors_are_logged_not_raised(engine, caplog):
+    bridge = EngineBridge(engine)
+    bridge.submit_background(lambda: 1 / 0)
+    ok = await bridge.run(lambda: "still works")
+    assert ok == "still works"
+    await asyncio.wrap_future(engine.submit(lambda: None).future)  # the deferred job ran before this
+    assert any("background engine job" in r.message for r in caplog.records)
+
+
+async def test_throttle_runs_first_at_once_then_one_trailing_call():
+    calls: list[float] = []
+    throttle = Throttle(0.05)
+    for _ in range(5):
+        throttle.trigger("doc", lambda: calls.append(time.monotonic()))
+    assert len(calls) == 1
+    await asyncio.sleep(0.12)
+    assert len(calls) == 2, "the changes inside the interval get exactly one trailing call"
+    assert calls[1] - calls[0] >= 0.045
+    throttle.trigger("doc", lambda: calls.append(time.monotonic()))  # interval over: at once
+    assert len(calls) == 3
+    throttle.trigger("doc", lambda: calls.append(time.monotonic()))  # schedules a trailing call
+    throttle.cancel("doc")
+    await asyncio.sleep(0.08)
+    assert len(calls) == 3, "cancel drops the pending trailing call"
