@@ -167,6 +167,8 @@ class PoolBuilder:
         self.corpus = corpus
         self.first_token = first_token
         self._empty_doc = DocLexicon("")
+        self._window_key = None
+        self._window_scores: list = []
 
     def doc_arrays(self, doc: DocLexicon):
         """Sorted words and aligned arrays of a document (computed once per document version)."""
@@ -211,7 +213,13 @@ class PoolBuilder:
 
         add(doc.tri.get(k3s), W["doc3"])
         add(doc.bi.get(k2), W["doc2"])
-        add(window, W["win"])
+        if window:
+            if window is not self._window_key:  # the window's identifiers change once per line
+                tot = sum(window.values())
+                self._window_scores = [(w, W["win"] * n / tot) for w, n in window.items()]
+                self._window_key = window
+            for w, v in self._window_scores:
+                extra[w] += v
         c = self.corpus
         if c is not None:
             for table, weight in ((c.tri.get(k3s), W["cor3"]), (c.bi.get(k2), W["cor2"])):
@@ -265,16 +273,32 @@ class PoolBuilder:
         parts_word.append((words, lo))
         c = self.corpus
         if c is not None:
-            clo, chi = c.prefix_range(prefix) if prefix else (0, len(c.words))
-            s = self.corpus_base[clo:chi].copy()
-            for j, v in self.corpus_extra.items():
-                if clo <= j < chi:
-                    s[j - clo] += v
-            if len(in_doc):
-                s[in_doc[clo:chi]] = -1.0
-            parts_score.append(s)
-            parts_first.append(c.first_tokens[clo:chi])
-            parts_word.append((c.words, clo))
+            if prefix:
+                clo, chi = c.prefix_range(prefix)
+                s = self.corpus_base[clo:chi].copy()
+                for j, v in self.corpus_extra.items():
+                    if clo <= j < chi:
+                        s[j - clo] += v
+                if len(in_doc):
+                    s[in_doc[clo:chi]] = -1.0
+                parts_score.append(s)
+                parts_first.append(c.first_tokens[clo:chi])
+                parts_word.append((c.words, clo))
+            else:
+                # no prefix: the most frequent corpus words plus the context's corpus extras
+                idx = c.by_count[:size]
+                if self.corpus_extra:
+                    idx = np.union1d(idx, np.fromiter(self.corpus_extra, np.int64, len(self.corpus_extra)))
+                s = self.corpus_base[idx]
+                for k, j in enumerate(idx.tolist()):
+                    v = self.corpus_extra.get(j)
+                    if v is not None:
+                        s[k] += v
+                if len(in_doc):
+                    s[in_doc[idx]] = -1.0
+                parts_score.append(s)
+                parts_first.append(c.first_tokens[idx])
+                parts_word.append((_Indexed(c.words, idx), 0))
         if self.new_words:
             sel = [k for k, w in enumerate(self.new_words) if w.startswith(prefix)] if prefix else list(range(len(self.new_words)))
             if sel:
@@ -307,3 +331,15 @@ class _LazyWords:
     def __getitem__(self, i: int) -> str:
         seq, lo = self.parts[self.part[i]]
         return seq[lo + self.offs[i]]
+
+
+class _Indexed:
+    """``seq[idx[i]]`` as a sequence."""
+
+    __slots__ = ("seq", "idx")
+
+    def __init__(self, seq, idx: np.ndarray):
+        self.seq, self.idx = seq, idx
+
+    def __getitem__(self, i: int):
+        return self.seq[int(self.idx[i])]

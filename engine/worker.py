@@ -16,6 +16,13 @@ from concurrent.futures import Future
 from typing import Any, Callable
 
 log = logging.getLogger(__name__)
+_local = threading.local()
+
+
+def current_stop() -> threading.Event | None:
+    """The ``stop`` event of the job running on this thread (None outside a job)."""
+    job = getattr(_local, "job", None)
+    return job.stop if job is not None else None
 
 
 class Job:
@@ -57,10 +64,13 @@ class EngineThread:
             if job.stop.is_set():
                 job.future.set_result(None)  # told to stop before it started
                 continue
+            _local.job = job
             try:
                 job.future.set_result(job.fn(*job.args, **job.kwargs))
             except BaseException as e:  # noqa: BLE001 - handed to the caller
                 job.future.set_exception(e)
+            finally:
+                _local.job = None
 
     def shutdown(self, timeout: float = 2.0) -> None:
         self._q.put(None)

@@ -73,7 +73,7 @@ async def completion(ls: LayaServer, params: types.CompletionParams) -> types.Co
     """Handle ``textDocument/completion`` (see :func:`~laya_lsp.predictions.predict_at`)."""
     max_items = ls.options.max_items
     pred = await predict_at(ls, params.text_document.uri, params.position,
-                            types.TEXT_DOCUMENT_COMPLETION, max_items=max_items, want_line=True)
+                            types.TEXT_DOCUMENT_COMPLETION, max_items=max_items, want_line=False)
     if pred is None:
         return empty()
     return types.CompletionList(is_incomplete=True, items=build_items(

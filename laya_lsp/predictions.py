@@ -95,9 +95,11 @@ async def predict_at(ls: LayaServer, uri: str, position: types.Position, kind: s
 def _predict_job(predictor: Any, sequencer: Sequencer, ticket: Ticket, ctx: CursorContext,
                  max_items: int, want_line: bool) -> list[Candidate] | None:
     """Engine thread: one decision, unless the request went stale while queued."""
+    from engine.worker import current_stop
+
     if not sequencer.is_current(ticket):
         return None
     if predictor.doc_id != ticket.uri:
         predictor.reset()  # the KV cache holds another document's context
     return predictor.predict(ctx.prefix, ctx.suffix, doc_id=ticket.uri, max_items=max_items,
-                             want_line=want_line)
+                             want_line=want_line, stop=current_stop())
