@@ -16,9 +16,21 @@ DEFAULT_CKPT = ROOT / "checkpoints" / "laya-code"
 def _cmd_corpus(a) -> int:
     from . import corpus
 
-    packages = corpus.build(Path(a.out))
+    if a.count_only:
+        packages = corpus.load_manifest()
+    else:
+        packages = corpus.build(Path(a.out))
     if a.update_manifest:
-        corpus.save_manifest(packages)
+        tok_path = ROOT / "engine" / "models" / "laya-code" / "tokenizer.json"
+        if not tok_path.exists():
+            tok_path = Path(a.checkpoint) / "tokenizer.json"
+        if tok_path.exists():
+            from .tokenizer import load_tokenizer
+
+            corpus.count_tokens(Path(a.out), packages, load_tokenizer(tok_path))
+        totals = {split: sum(p.tokens for p in packages if p.split == split) for split in ("train", "eval")}
+        corpus.save_manifest(packages, extra={"tokens_total": totals, "tokenizer": str(tok_path.relative_to(ROOT))
+                                               if tok_path.is_relative_to(ROOT) else str(tok_path)})
     return 0
 
 
@@ -75,7 +87,9 @@ def main(argv=None) -> int:
 
     p = sub.add_parser("corpus", help="download the manifest's packages into a corpus folder")
     p.add_argument("--out", default=str(DEFAULT_CORPUS))
-    p.add_argument("--update-manifest", action="store_true", help="rewrite licences and file counts")
+    p.add_argument("--update-manifest", action="store_true", help="rewrite licences, file and token counts")
+    p.add_argument("--count-only", action="store_true", help="do not download: count the existing corpus")
+    p.add_argument("--checkpoint", default=str(DEFAULT_CKPT), help="its tokenizer.json counts tokens")
     p.set_defaults(fn=_cmd_corpus)
 
     p = sub.add_parser("train", help="train or resume; export the 6-bit model folder with --out")

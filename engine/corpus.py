@@ -58,6 +58,11 @@ def load_manifest(path: Path = MANIFEST) -> list[Package]:
     return [Package(**p) for p in data["packages"]]
 
 
+def manifest_extra(path: Path = MANIFEST) -> dict:
+    """The manifest's keys other than ``packages`` (totals, tokenizer)."""
+    return {k: v for k, v in json.loads(path.read_text()).items() if k != "packages"}
+
+
 def save_manifest(packages: list[Package], path: Path = MANIFEST, extra: dict | None = None) -> None:
     data = {"packages": [p.__dict__ for p in packages]}
     if extra:
@@ -172,3 +177,11 @@ def iter_files(corpus_dir: Path, split: str, packages: list[str] | None = None):
 def read_split(corpus_dir: Path, split: str) -> list[str]:
     """All file texts of one split, CRLF normalised to LF."""
     return [f.read_text("utf-8").replace("\r\n", "\n") for _, f in iter_files(corpus_dir, split)]
+
+
+def count_tokens(corpus_dir: Path, packages: list[Package], tokenizer) -> None:
+    """Fill each package's ``tokens`` (with ``tokenizer``) from the built corpus."""
+    for pkg in packages:
+        base = corpus_dir / pkg.split / pkg.name
+        texts = [f.read_text("utf-8").replace("\r\n", "\n") for f in sorted(base.rglob("*.py"))] if base.is_dir() else []
+        pkg.tokens = sum(len(e.ids) for e in tokenizer.encode_batch(texts))

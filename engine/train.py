@@ -147,7 +147,9 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
         meta = json.loads(state_path.read_text())
         total = cfg.total_steps
         cfg = TrainConfig(**meta["train_config"])
-        cfg.total_steps = max(cfg.total_steps, total)
+        # The schedule may be re-planned on resume (longer, or shorter to fit a time budget);
+        # the learning rate follows the new cosine from the current step.
+        cfg.total_steps = max(total, meta["step"] + 1)
         step, history = meta["step"], meta["history"]
         args = ModelArgs.from_dict(meta["model_args"])
     else:
