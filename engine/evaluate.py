@@ -4,7 +4,10 @@ Protocol (the same in-process and through the server, ``--through-server``):
 
 * Files come from the eval split (packages never seen in training, ``corpus/manifest.json``); each
   is typed top to bottom, so the "document" at any point is the text before the cursor.
-* Every identifier of at least 2 characters is a target. With ``c`` characters of it typed
+* Every identifier of at least 2 characters is a target: Python's own ``tokenize`` NAME tokens
+  (keywords included, since they are typed the same way), so words inside comments and strings,
+  which are prose rather than identifiers, are not targets (they are still typed, and still
+  context for the model). With ``c`` characters of it typed
   (``c = 0`` is the boundary before it) the completer is asked for items; a client ranks them as
   editors do: keep items whose text starts with the typed prefix and is longer, then by rank
   (``sortText``). Rest-of-line items are left out: the metric is about identifiers.
@@ -58,8 +61,24 @@ HEADER = ("completer        saved      top1@0 top5@0  top1@1 top5@1  top1@2 top5
 
 
 def targets(text: str):
-    """``(start, identifier)`` for every identifier of 2+ characters."""
-    return [(m.start(), m.group()) for m in IDENT.finditer(text) if len(m.group()) >= 2]
+    """``(start offset, identifier)`` for every NAME token of 2+ characters (regex fallback when
+    the text does not tokenize as Python)."""
+    import io
+    import tokenize
+
+    line_starts = [0]
+    for i, ch in enumerate(text):
+        if ch == "\n":
+            line_starts.append(i + 1)
+    out = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.NAME and len(tok.string) >= 2:
+                row, col = tok.start
+                out.append((line_starts[row - 1] + col, tok.string))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return [(m.start(), m.group()) for m in IDENT.finditer(text) if len(m.group()) >= 2]
+    return out
 
 
 class WordCompletion:

@@ -202,7 +202,7 @@ def demo(path: str | None = None, model=None, every: int = 25, limit_chars: int 
     import inspect
     import textwrap
 
-    from engine.evaluate import IDENT
+    from engine.evaluate import targets as identifier_targets
 
     path = path or inspect.getsourcefile(textwrap)
     text = Path(path).read_text("utf-8").replace("\r\n", "\n")
@@ -214,7 +214,7 @@ def demo(path: str | None = None, model=None, every: int = 25, limit_chars: int 
     times, shown, saved, total = [], 0, 0, 0
     try:
         c.open(Path(path).resolve().as_uri())
-        targets = [(m.start(), m.group()) for m in IDENT.finditer(text) if len(m.group()) >= 2]
+        targets = identifier_targets(text)
         for n, (start, word) in enumerate(targets):
             total += len(word)
             for k in range(len(word)):

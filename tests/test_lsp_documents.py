@@ -10,17 +10,11 @@ from pygls.workspace.position_codec import PositionCodec
 from engine.types import Candidate
 from laya_lsp.completion import build_items
 from laya_lsp.documents import cursor_context
+from tests.unit_lengths import units
 
 ENCODINGS = ["utf-8", "utf-16", "utf-32"]
 
 
-def units(text: str, encoding: str) -> int:
-    """Length of ``text`` in the code units of a position encoding."""
-    if encoding == "utf-8":
-        return len(text.encode("utf-8"))
-    if encoding == "utf-16":
-        return len(text.encode("utf-16-le")) // 2
-    return len(text)
 
 
 def doc_of(text: str, encoding: str = "utf-16") -> TextDocument:

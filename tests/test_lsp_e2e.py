@@ -24,6 +24,7 @@ import pytest_lsp
 from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from tests.unit_lengths import units
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -55,13 +56,6 @@ async def client(request, lsp_client: LanguageClient):
 
 # --- helpers ------------------------------------------------------------------------------------
 
-def units(text: str, encoding: str) -> int:
-    """Length of ``text`` in the position encoding's code units (computed independently)."""
-    if encoding == "utf-8":
-        return len(text.encode("utf-8"))
-    if encoding == "utf-16":
-        return len(text.encode("utf-16-le")) // 2
-    return len(text)
 
 
 class Doc:
