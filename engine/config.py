@@ -44,6 +44,11 @@ class EngineConfig:
     mlx on macOS arm64, numpy elsewhere (MLX-cpu costs ~30-120 us per op here)."""
     prior_weight: float = 0.5
     """Weight of the n-gram log-prior against the network's log-probability in a candidate's score."""
+    mix: str = "linear"
+    """How the network and the n-gram prior combine: ``"linear"`` interpolation of probabilities
+    (``net_weight``) or ``"product"`` of experts (``prior_weight``)."""
+    net_weight: float = 0.3
+    """Weight of the network in linear interpolation."""
     word_prior_alpha: float = 0.5
     """Additive smoothing of identifier counts inside one first token's group."""
 

@@ -36,6 +36,9 @@ WEIGHTS = {"doc3": 0.2, "doc2": 0.15, "doc1": 0.15, "win": 0.1, "cor3": 0.15, "c
 """Interpolation weights of the prior: document trigram/bigram/unigram, context-window identifiers,
 corpus trigram/bigram/unigram (they sum to 1)."""
 
+CONFIDENCE = 1.0
+"""A document n-gram context seen ``n`` times gets ``n / (n + CONFIDENCE)`` of its weight."""
+
 KEYWORDS = frozenset(
     "False None True and as assert async await break class continue def del elif else except finally "
     "for from global if import in is lambda nonlocal not or pass raise return try while with yield "
@@ -208,6 +211,8 @@ class PoolBuilder:
         def add(c, weight):
             if c:
                 tot = sum(c.values())
+                # Witten-Bell-style confidence: a context seen often in this document is trusted more
+                weight *= tot / (tot + CONFIDENCE)
                 for w, n in c.items():
                     extra[w] += weight * n / tot
 

@@ -11,9 +11,10 @@ One decision, for a text before the cursor:
 3. The n-gram filter (``engine.lexicon.pool``) picks up to ``pool_size`` identifiers starting with
    the typed prefix; the network scores their first BPE tokens through a pool head (the tied
    embedding rows of those tokens only, not the whole vocabulary).
-4. ``score(w) = logit(first(w)) + log P_prior(w | first(w))``: the network decides between first
-   tokens, the n-gram prior decides between identifiers that share one (a factorisation of
-   ``P(w) = P(t1) P(w | t1)``), plus ``prior_weight * log P_prior(w)``.
+4. The network's word probability is ``P_net(w) = P(first(w)) P_prior(w | first(w))``: it decides
+   between first tokens, the n-gram prior between identifiers that share one. It is interpolated
+   with the prior: ``P(w) = b P_net(w) + (1 - b) P_prior(w)`` (``net_weight``; the ``product`` mix
+   ``logit + log P_prior(w | t1) + prior_weight log P_prior(w)`` is the alternative).
 5. Optionally a rest-of-line continuation: the best identifier, then greedy tokens up to the end of
    the line; the cache is trimmed back afterwards.
 
@@ -240,7 +241,10 @@ class Predictor:
         # pool head (the tied-embedding rows of the pool's distinct first tokens only).
         if len(self._first_logits) <= FULL_HEAD_MAX_VOCAB:
             if not self._first_known[0]:
-                self._first_logits[:] = self.backend.logits(self._hidden)
+                lg = self.backend.logits(self._hidden)
+                m = lg.max()
+                self._log_z = m + np.log(np.exp(lg - m).sum())
+                self._first_logits[:] = lg
                 self._first_known[:] = True
         else:
             need = np.unique(firsts[~self._first_known[firsts]])
@@ -251,7 +255,15 @@ class Predictor:
         p = prior + self.config.word_prior_alpha / len(words)
         # P(w | t1): normalise the prior inside each first-token group
         group = np.bincount(firsts, weights=p, minlength=len(self._first_logits))[firsts]
-        score = net + np.log(p / group) + self.config.prior_weight * np.log(p)
+        if self.config.mix == "linear" and len(self._first_logits) <= FULL_HEAD_MAX_VOCAB:
+            # P(w) = b * P_net(t1) P_prior(w | t1) + (1 - b) * P_prior(w), with P_net a softmax over
+            # the whole vocabulary and P_prior normalised over the pool
+            lz = self._log_z
+            p_net = np.exp(net - lz) * (p / group)
+            b = self.config.net_weight
+            score = np.log(b * p_net + (1 - b) * p / p.sum())
+        else:
+            score = net + np.log(p / group) + self.config.prior_weight * np.log(p)
         order = np.argsort(-score, kind="stable").tolist()
         out = []
         for i in order:
