@@ -15,6 +15,8 @@ window positions ``0..offset-1``; :meth:`trim` rolls back, :meth:`reset` empties
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .model import ModelArgs
@@ -29,7 +31,17 @@ def _rms_norm(x: np.ndarray, w: np.ndarray, eps: float) -> np.ndarray:
 
 
 class NumpyBackend:
-    """Decoder with a KV cache. ``forward(tokens)`` -> final normed hidden state of the last token."""
+    """Decoder with a KV cache. ``forward(tokens)`` -> final normed hidden state of the last token.
+
+    Layout choices that keep a decode step to few NumPy calls:
+
+    * The q/k output features of each head are permuted at load from MLX's "two halves" RoPE order
+      to interleaved pairs, so RoPE is one complex multiplication (``view(np.complex64)``). Dot
+      products ``q . k`` do not change under a permutation applied to both.
+    * The attention scale is folded into ``W_q``; RMSNorm weights into the next projection.
+    * Keys are cached transposed ``(layers, kv_heads, head_dim, capacity)``, so scores are one
+      batched matrix product with no copy; values ``(layers, kv_heads, capacity, head_dim)``.
+    """
 
     name = "numpy"
 
@@ -42,17 +54,23 @@ class NumpyBackend:
         """
         self.args = args
         d, h, kvh, hd = args.hidden_size, args.num_attention_heads, args.num_key_value_heads, args.head_dim
-        self.h, self.kvh, self.hd, self.eps = h, kvh, hd, args.rms_norm_eps
+        self.h, self.kvh, self.hd, self.eps, self.d = h, kvh, hd, args.rms_norm_eps, d
+        half = hd // 2
+        perm = np.empty(hd, np.int64)
+        perm[0::2] = np.arange(half)
+        perm[1::2] = np.arange(half, hd)
         self.emb = np.ascontiguousarray(weights["model.embed_tokens.weight"], dtype=np.float32)
         self.norm = weights["model.norm.weight"].astype(np.float32)
+        scale = hd**-0.5
         self.layers = []
         for i in range(args.num_hidden_layers):
             p = f"model.layers.{i}."
-            wqkv = np.concatenate([weights[p + f"self_attn.{n}_proj.weight"] for n in "qkv"], axis=0)
+            wq = weights[p + "self_attn.q_proj.weight"].reshape(h, hd, d)[:, perm].reshape(h * hd, d) * scale
+            wk = weights[p + "self_attn.k_proj.weight"].reshape(kvh, hd, d)[:, perm].reshape(kvh * hd, d)
+            wqkv = np.concatenate([wq, wk, weights[p + "self_attn.v_proj.weight"]], axis=0)
             wgu = np.concatenate([weights[p + "mlp.gate_proj.weight"], weights[p + "mlp.up_proj.weight"]], axis=0)
             ln1 = weights[p + "input_layernorm.weight"].astype(np.float32)
             ln2 = weights[p + "post_attention_layernorm.weight"].astype(np.float32)
-            # RMSNorm's weight is folded into the next projection: (x * n * w) @ W = (x * n) @ (w[:, None] * W)
             self.layers.append((
                 np.ascontiguousarray(ln1[:, None] * wqkv.T, dtype=np.float32),
                 np.ascontiguousarray(weights[p + "self_attn.o_proj.weight"].T, dtype=np.float32),
@@ -61,24 +79,14 @@ class NumpyBackend:
             ))
         self.inter = args.intermediate_size
         self.capacity = capacity
-        self.k = np.zeros((args.num_hidden_layers, kvh, capacity, hd), np.float32)
-        self.v = np.zeros_like(self.k)
-        self.kT = np.zeros((args.num_hidden_layers, kvh, hd, capacity), np.float32)  # keys, transposed
-        self.d = d
+        n_layers = args.num_hidden_layers
+        self.kT = np.zeros((n_layers, kvh, hd, capacity), np.float32)
+        self.v = np.zeros((n_layers, kvh, capacity, hd), np.float32)
         self.offset = 0
-        # RoPE as mlx.nn.RoPE(traditional=False): rotate the two halves of each head.
+        # RoPE (mlx.nn.RoPE, traditional=False, base rope_theta) as unit complex numbers per pair.
         inv = args.rope_theta ** (-np.arange(0, hd, 2, dtype=np.float64) / hd)
         ang = np.arange(capacity, dtype=np.float64)[:, None] * inv[None, :]
-        self.cos = np.cos(ang).astype(np.float32)  # (capacity, hd/2)
-        self.sin = np.sin(ang).astype(np.float32)
-        self.scale = np.float32(hd**-0.5)
-
-    def _rope(self, x: np.ndarray, pos: slice) -> np.ndarray:
-        # x: (heads, L, hd)
-        half = self.hd // 2
-        c, s = self.cos[pos], self.sin[pos]
-        x1, x2 = x[..., :half], x[..., half:]
-        return np.concatenate([x1 * c - x2 * s, x1 * s + x2 * c], axis=-1)
+        self.rot = np.exp(1j * ang).astype(np.complex64)  # (capacity, hd/2)
 
     def forward(self, tokens, all_positions: bool = False) -> np.ndarray:
         """Run new tokens after the cached ones.
@@ -101,72 +109,57 @@ class NumpyBackend:
             return self._step(int(tokens[0]))
         h, kvh, hd = self.h, self.kvh, self.hd
         x = self.emb[np.asarray(tokens, dtype=np.int64)]  # (L, d)
-        pos = slice(off, off + L)
         end = off + L
-        if L > 1:
-            mask = np.triu(np.full((L, end), -np.inf, np.float32), k=off + 1)
+        mask = np.triu(np.full((L, end), -np.inf, np.float32), k=off + 1)
+        rot = self.rot[off:end, None, :]  # (L, 1, hd/2)
         for i, (wqkv, wo, wgu, wd) in enumerate(self.layers):
             qkv = _rms(x, self.eps) @ wqkv  # (L, (h+2kvh)*hd)
-            q = qkv[:, : h * hd].reshape(L, h, hd).transpose(1, 0, 2)
-            k = qkv[:, h * hd : (h + kvh) * hd].reshape(L, kvh, hd).transpose(1, 0, 2)
-            v = qkv[:, (h + kvh) * hd :].reshape(L, kvh, hd).transpose(1, 0, 2)
-            k = self._rope(k, pos)
-            self.k[i, :, pos] = k
-            self.kT[i, :, :, pos] = k.transpose(0, 2, 1)
-            self.v[i, :, pos] = v
-            q = self._rope(q, pos) * self.scale
-            K, V = self.k[i, :, :end], self.v[i, :, :end]
+            qk = np.ascontiguousarray(qkv[:, : (h + kvh) * hd]).reshape(L, h + kvh, hd)
+            qk = (qk.view(np.complex64) * rot).view(np.float32)  # RoPE
+            self.kT[i, :, :, off:end] = qk[:, h:].transpose(1, 2, 0)
+            self.v[i, :, off:end] = qkv[:, (h + kvh) * hd :].reshape(L, kvh, hd).transpose(1, 0, 2)
+            q = qk[:, :h].transpose(1, 0, 2)  # (h, L, hd)
+            K, V = self.kT[i, :, :, :end], self.v[i, :, :end]
             if kvh != h:
-                rep = h // kvh
-                K, V = np.repeat(K, rep, axis=0), np.repeat(V, rep, axis=0)
-            s = q @ K.transpose(0, 2, 1)  # (h, L, end)
-            if L > 1:
-                s = s + mask
+                K, V = np.repeat(K, h // kvh, axis=0), np.repeat(V, h // kvh, axis=0)
+            s = q @ K + mask  # (h, L, end)
             s = np.exp(s - s.max(axis=-1, keepdims=True))
             s /= s.sum(axis=-1, keepdims=True)
-            a = (s @ V).transpose(1, 0, 2).reshape(L, h * hd)
-            x = x + a @ wo
+            x = x + (s @ V).transpose(1, 0, 2).reshape(L, h * hd) @ wo
             gu = _rms(x, self.eps) @ wgu
-            g, u = gu[:, : self.inter], gu[:, self.inter :]
-            x = x + ((g / (1.0 + np.exp(-g))) * u) @ wd
+            g = gu[:, : self.inter]
+            x = x + ((g / (1.0 + np.exp(-g))) * gu[:, self.inter :]) @ wd
         self.offset = end
         out = _rms_norm(x, self.norm, self.eps)
         return out if all_positions else out[-1]
 
     def _step(self, token: int) -> np.ndarray:
-        """One token: the decode hot path, written for few NumPy calls (no transposes/copies)."""
-        h, kvh, hd, half, inter = self.h, self.kvh, self.hd, self.hd // 2, self.inter
+        """One token: the decode hot path (about 30 NumPy calls per layer)."""
+        h, kvh, hd, inter, eps = self.h, self.kvh, self.hd, self.inter, self.eps
         off = self.offset
         end = off + 1
-        c, s_ = self.cos[off], self.sin[off]
+        rot = self.rot[off]
+        inv_d = 1.0 / self.d
+        nq = (h + kvh) * hd
         x = self.emb[token]
-        scale_d = np.float32(1.0 / self.d)
         for i, (wqkv, wo, wgu, wd) in enumerate(self.layers):
-            qkv = (x * (1.0 / np.sqrt(x.dot(x) * scale_d + self.eps))) @ wqkv
-            qk = qkv[: (h + kvh) * hd].reshape(h + kvh, hd)
-            x1, x2 = qk[:, :half], qk[:, half:]
-            qk = np.concatenate([x1 * c - x2 * s_, x1 * s_ + x2 * c], axis=1)
-            self.k[i, :, off] = qk[h:]
+            qkv = (x * (1.0 / math.sqrt(float(x.dot(x)) * inv_d + eps))) @ wqkv
+            qk = (qkv[:nq].view(np.complex64).reshape(h + kvh, hd // 2) * rot).view(np.float32)
             self.kT[i, :, :, off] = qk[h:]
-            self.v[i, :, off] = qkv[(h + kvh) * hd :].reshape(kvh, hd)
-            q = (qk[:h] * self.scale)[:, None, :]  # (h, 1, hd)
-            if kvh == h:
-                sc = q @ self.kT[i, :, :, :end]  # (h, 1, end)
-                sc = np.exp(sc - sc.max(axis=-1, keepdims=True))
-                a = (sc @ self.v[i, :, :end]) / sc.sum(axis=-1, keepdims=True)
-            else:
-                rep = h // kvh
-                K = np.repeat(self.kT[i, :, :, :end], rep, axis=0)
-                V = np.repeat(self.v[i, :, :end], rep, axis=0)
-                sc = q @ K
-                sc = np.exp(sc - sc.max(axis=-1, keepdims=True))
-                a = (sc @ V) / sc.sum(axis=-1, keepdims=True)
+            self.v[i, :, off] = qkv[nq:].reshape(kvh, hd)
+            q = qk[:h, None, :]  # (h, 1, hd)
+            K, V = self.kT[i, :, :, :end], self.v[i, :, :end]
+            if kvh != h:
+                K, V = np.repeat(K, h // kvh, axis=0), np.repeat(V, h // kvh, axis=0)
+            sc = q @ K  # (h, 1, end)
+            sc = np.exp(sc - sc.max(axis=-1, keepdims=True))
+            a = (sc @ V) / sc.sum(axis=-1, keepdims=True)
             x = x + a.reshape(h * hd) @ wo
-            gu = (x * (1.0 / np.sqrt(x.dot(x) * scale_d + self.eps))) @ wgu
+            gu = (x * (1.0 / math.sqrt(float(x.dot(x)) * inv_d + eps))) @ wgu
             g = gu[:inter]
             x = x + ((g / (1.0 + np.exp(-g))) * gu[inter:]) @ wd
         self.offset = end
-        return x * (1.0 / np.sqrt(x.dot(x) * scale_d + self.eps)) * self.norm
+        return x * (1.0 / math.sqrt(float(x.dot(x)) * inv_d + eps)) * self.norm
 
     def logits(self, hidden: np.ndarray, ids: np.ndarray | None = None) -> np.ndarray:
         """LM head (tied embeddings): ``(vocab,)`` logits, or only the rows ``ids`` (the pool head)."""
@@ -191,11 +184,8 @@ class NumpyBackend:
         off = self.offset
         d = min(d, off)
         n = off - d
-        half = self.hd // 2
-        c, s = self.cos[d], -self.sin[d]  # rotation by -d
-        k = self.k[:, :, d:off]
-        k1, k2 = k[..., :half], k[..., half:]
-        self.k[:, :, :n] = np.concatenate([k1 * c - k2 * s, k1 * s + k2 * c], axis=-1)
-        self.kT[:, :, :, :n] = self.k[:, :, :n].transpose(0, 1, 3, 2)
+        k = np.ascontiguousarray(self.kT[:, :, :, d:off].transpose(0, 1, 3, 2))  # (layers, kvh, n, hd)
+        k = (k.view(np.complex64) * np.conj(self.rot[d])).view(np.float32)
+        self.kT[:, :, :, :n] = k.transpose(0, 1, 3, 2)
         self.v[:, :, :n] = self.v[:, :, d:off].copy()
         self.offset = n

@@ -101,7 +101,7 @@ def test_context_shift_moves_keys_exactly(tokens, kind, numpy_backend):
 
     def layer0(backend, n):
         if kind == "numpy":
-            return backend.k[0, :, :n].copy(), backend.v[0, :, :n].copy()
+            return backend.kT[0, :, :, :n].transpose(0, 2, 1).copy(), backend.v[0, :, :n].copy()
         c = backend.cache[0]
         return np.array(c.keys[0, :, :n]), np.array(c.values[0, :, :n])
 
