@@ -5,7 +5,7 @@ blanks dropped). For each identifier occurrence the model counts it alone (unigr
 one and two previous pieces (``("self", ".")`` -> ``name``). Two of these exist at run time:
 
 * :class:`CorpusLexicon`: built from the training corpus at export time and shipped in the model
-  folder (``lexicon.json.gz``): the most frequent identifiers with their counts and first BPE token,
+  folder (``lexicon.npz``): the most frequent identifiers with their counts and first BPE token,
   and pruned bigram/trigram tables.
 * :class:`DocLexicon`: built on line from an open document's text (``Predictor.observe_document``),
   plus the identifiers of the lines in the model's context window, which are always fresh.
@@ -18,8 +18,6 @@ interpolation (Jelinek-Mercer smoothing; weights in ``WEIGHTS``) and returns the
 from __future__ import annotations
 
 import bisect
-import gzip
-import json
 import re
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -82,22 +80,54 @@ class DocLexicon:
         self.total = sum(self.uni.values())
 
 
-class CorpusLexicon:
-    """Shipped corpus statistics; words sorted for prefix lookup, arrays for fast scoring."""
+SEP = "\x01"
+"""Joins strings in the ``lexicon.npz`` arrays (never inside a piece: pieces with it are dropped)."""
 
-    def __init__(self, words: list[str], counts: np.ndarray, first_tokens: np.ndarray,
-                 bi: dict[str, tuple[list[int], list[int]]], tri: dict[str, tuple[list[int], list[int]]]):
-        order = sorted(range(len(words)), key=words.__getitem__)
-        remap = np.empty(len(words), np.int64)
-        remap[order] = np.arange(len(words))
-        self.words = [words[i] for i in order]
+
+def _join(strings: list[str]) -> np.ndarray:
+    return np.frombuffer(SEP.join(strings).encode("utf-8"), np.uint8)
+
+
+def _split(arr: np.ndarray) -> list[str]:
+    text = arr.tobytes().decode("utf-8")
+    return text.split(SEP) if text else []
+
+
+class _Table:
+    """An n-gram table: context key -> (word indices, counts), stored as flat arrays."""
+
+    __slots__ = ("index", "offsets", "ix", "cnt")
+
+    def __init__(self, keys: list[str], offsets: np.ndarray, ix: np.ndarray, cnt: np.ndarray):
+        self.index = dict(zip(keys, range(len(keys))))
+        self.offsets, self.ix, self.cnt = offsets, ix.astype(np.int64), cnt.astype(np.float64)
+
+    def get(self, key: str):
+        k = self.index.get(key)
+        if k is None:
+            return None
+        a, b = self.offsets[k], self.offsets[k + 1]
+        return self.ix[a:b], self.cnt[a:b]
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+
+class CorpusLexicon:
+    """Shipped corpus statistics (``lexicon.npz``): identifiers sorted for prefix lookup, their
+    counts and first BPE token, and pruned bigram/trigram tables."""
+
+    def __init__(self, arrays):
+        self.words = _split(arrays["words"])
         self.index = {w: i for i, w in enumerate(self.words)}
-        self.counts = np.asarray(counts, np.float64)[order]
-        self.first_tokens = np.asarray(first_tokens, np.int64)[order]
+        self.counts = arrays["counts"].astype(np.float64)
+        self.first_tokens = arrays["first_tokens"].astype(np.int64)
+        if not (len(self.words) == len(self.counts) == len(self.first_tokens)):
+            raise ValueError("words, counts and first_tokens differ in length")
         self.total = float(self.counts.sum())
         self.by_count = np.argsort(-self.counts, kind="stable")
-        self.bi = {k: (remap[np.asarray(ix)], np.asarray(c, np.float64)) for k, (ix, c) in bi.items()}
-        self.tri = {k: (remap[np.asarray(ix)], np.asarray(c, np.float64)) for k, (ix, c) in tri.items()}
+        self.bi = _Table(_split(arrays["bi_keys"]), arrays["bi_offsets"], arrays["bi_ix"], arrays["bi_cnt"])
+        self.tri = _Table(_split(arrays["tri_keys"]), arrays["tri_offsets"], arrays["tri_ix"], arrays["tri_cnt"])
 
     def prefix_range(self, prefix: str) -> tuple[int, int]:
         lo = bisect.bisect_left(self.words, prefix)
@@ -106,23 +136,23 @@ class CorpusLexicon:
 
     @classmethod
     def load(cls, path: Path) -> "CorpusLexicon":
-        """Read ``lexicon.json.gz``.
+        """Read ``lexicon.npz``.
 
         Raises:
-            ValueError: naming the file when it is corrupt.
+            ValueError: naming the file when it is missing a part or corrupt.
         """
         try:
-            with gzip.open(path, "rt", encoding="utf-8") as f:
-                d = json.load(f)
-            return cls(d["words"], np.asarray(d["counts"]), np.asarray(d["first_tokens"]),
-                       {k: tuple(v) for k, v in d["bi"].items()}, {k: tuple(v) for k, v in d["tri"].items()})
-        except (OSError, ValueError, KeyError, EOFError) as e:
+            with np.load(path, allow_pickle=False) as z:
+                return cls({k: z[k] for k in z.files})
+        except (OSError, ValueError, KeyError, EOFError, UnicodeDecodeError) as e:
+            raise ValueError(f"lexicon file {path} is corrupt: {e}") from e
+        except Exception as e:  # zipfile.BadZipFile and friends
             raise ValueError(f"lexicon file {path} is corrupt: {e}") from e
 
     @staticmethod
     def build(texts, tokenizer, max_words: int = 40000, top_per_context: int = 48,
-              min_context_count: int = 20) -> dict:
-        """Count the corpus; return the JSON-able dict that :meth:`load` reads."""
+              min_context_count: int = 20) -> dict[str, np.ndarray]:
+        """Count the corpus; return the arrays that :meth:`load` reads (``np.savez_compressed``)."""
         uni: Counter[str] = Counter()
         bi: dict[str, Counter[str]] = defaultdict(Counter)
         tri: dict[str, Counter[str]] = defaultdict(Counter)
@@ -133,22 +163,28 @@ class CorpusLexicon:
                 bi[k].update(c)
             for k, c in d.tri.items():
                 tri[k].update(c)
-        words = [w for w, _ in uni.most_common(max_words)]
+        words = sorted(w for w, _ in uni.most_common(max_words) if SEP not in w)
         index = {w: i for i, w in enumerate(words)}
         firsts = [e.ids[0] for e in tokenizer.encode_batch(words)]
-
-        def prune(table):
-            out = {}
-            for k, c in table.items():
-                if sum(c.values()) < min_context_count:
+        out = {"words": _join(words), "counts": np.asarray([uni[w] for w in words], np.int64),
+               "first_tokens": np.asarray(firsts, np.int32)}
+        for name, table in (("bi", bi), ("tri", tri)):
+            keys, offsets, ix, cnt = [], [0], [], []
+            for k in sorted(table):
+                c = table[k]
+                if SEP in k or sum(c.values()) < min_context_count:
                     continue
                 top = [(index[w], n) for w, n in c.most_common() if w in index][:top_per_context]
                 if top:
-                    out[k] = ([i for i, _ in top], [n for _, n in top])
-            return out
-
-        return {"words": words, "counts": [uni[w] for w in words], "first_tokens": firsts,
-                "bi": prune(bi), "tri": prune(tri)}
+                    keys.append(k)
+                    ix.extend(i for i, _ in top)
+                    cnt.extend(n for _, n in top)
+                    offsets.append(len(ix))
+            out[f"{name}_keys"] = _join(keys)
+            out[f"{name}_offsets"] = np.asarray(offsets, np.int64)
+            out[f"{name}_ix"] = np.asarray(ix, np.int32)
+            out[f"{name}_cnt"] = np.asarray(cnt, np.int32)
+        return out
 
 
 class PoolBuilder:

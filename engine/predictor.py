@@ -109,7 +109,7 @@ class Predictor:
         if tok.get_vocab_size() != b.args.vocab_size:
             raise ModelLoadError(f"{folder / 'tokenizer.json'} has {tok.get_vocab_size()} tokens but "
                                  f"config.json says vocab_size={b.args.vocab_size}")
-        lex_path = folder / "lexicon.json.gz"
+        lex_path = folder / "lexicon.npz"
         lexicon = None
         if lex_path.exists():
             try:

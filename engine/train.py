@@ -224,7 +224,7 @@ def export(ckpt_dir: Path, out_dir: Path, bits: int = 6, group_size: int = 64,
     """Write the quantized model folder (mlx-lm format) from a checkpoint.
 
     With ``corpus_dir``, also count the training split into the identifier n-gram lexicon
-    (``lexicon.json.gz``, see ``engine/lexicon.py``) that the candidate filter ships with.
+    (``lexicon.npz``, see ``engine/lexicon.py``) that the candidate filter ships with.
     """
     meta = json.loads((Path(ckpt_dir) / "state.json").read_text())
     args = ModelArgs.from_dict(meta["model_args"])
@@ -246,14 +246,11 @@ def export(ckpt_dir: Path, out_dir: Path, bits: int = 6, group_size: int = 64,
 
 
 def write_lexicon(corpus_dir: Path, out_dir: Path) -> None:
-    """Count the training split into ``out_dir/lexicon.json.gz``."""
-    import gzip
-
+    """Count the training split into ``out_dir/lexicon.npz``."""
     from .lexicon import CorpusLexicon
 
     tok = tok_mod.load_tokenizer(out_dir / "tokenizer.json")
     data = CorpusLexicon.build(corpus.read_split(corpus_dir, "train"), tok)
-    with gzip.open(out_dir / "lexicon.json.gz", "wt", encoding="utf-8", compresslevel=9) as f:
-        json.dump(data, f, separators=(",", ":"))
-    log.info("lexicon: %d identifiers, %d bigram and %d trigram contexts", len(data["words"]),
-             len(data["bi"]), len(data["tri"]))
+    np.savez_compressed(out_dir / "lexicon.npz", **data)
+    log.info("lexicon: %d identifiers, %d bigram and %d trigram contexts", len(data["counts"]),
+             len(data["bi_offsets"]) - 1, len(data["tri_offsets"]) - 1)
