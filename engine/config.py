@@ -39,6 +39,9 @@ class EngineConfig:
     tokens' cache differs slightly from a fresh prefill (they had seen the dropped tokens)."""
     line_max_tokens: int = 12
     """Greedy tokens for the rest-of-line candidate (0 disables it)."""
+    line_min_prob: float = 0.25
+    """The continuation stops before a greedy token whose probability is below this: ghost text
+    should be what the model is sure of, not a guess."""
     backend: str = "auto"
     """``"numpy"`` (plain CPU fast path), ``"mlx"`` (MLX, Metal on Apple Silicon) or ``"auto"``:
     mlx on macOS arm64, numpy elsewhere (MLX-cpu costs ~30-120 us per op here)."""

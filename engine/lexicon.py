@@ -150,9 +150,14 @@ class CorpusLexicon:
             raise ValueError(f"lexicon file {path} is corrupt: {e}") from e
 
     @staticmethod
-    def build(texts, tokenizer, max_words: int = 40000, top_per_context: int = 48,
-              min_context_count: int = 20) -> dict[str, np.ndarray]:
-        """Count the corpus; return the arrays that :meth:`load` reads (``np.savez_compressed``)."""
+    def build(texts, tokenizer, max_words: int = 150000, top_per_context: int = 128,
+              min_context_count: int = 3) -> dict[str, np.ndarray]:
+        """Count the corpus; return the arrays that :meth:`load` reads (``np.savez_compressed``).
+
+        The defaults were chosen on held-out files (``laya eval``, 4 files x 4000 chars, step-500
+        model): 40k words / 48 per context / contexts seen 20+ times (1.7 MB) saved 41.8% of
+        identifier keystrokes, 80k / 96 / 6+ (3.2 MB) 42.7%, these (4.7 MB) 43.2%.
+        """
         uni: Counter[str] = Counter()
         bi: dict[str, Counter[str]] = defaultdict(Counter)
         tri: dict[str, Counter[str]] = defaultdict(Counter)

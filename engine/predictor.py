@@ -93,7 +93,7 @@ class Predictor:
         cfg = load_variant(variant)
         if backend:
             cfg.backend = backend
-        folder = Path(model_dir) if model_dir else model_path(cfg)
+        folder = Path(model_dir).expanduser() if model_dir else model_path(cfg)
         if folder is None:
             raise ModelLoadError(f"variant {cfg.name!r} ships no trained model yet; pass a model folder")
         t0 = time.perf_counter()
@@ -297,7 +297,11 @@ class Predictor:
             if stop is not None and stop.is_set():
                 complete = False
                 break
-            t = int(np.argmax(self.backend.logits(h)))
+            lg = self.backend.logits(h)
+            t = int(np.argmax(lg))
+            # confidence of the greedy token: p = 1 / sum(exp(logits - max))
+            if 1.0 / np.exp(lg - lg[t]).sum() < self.config.line_min_prob:
+                break
             text = self._id_to_text.get(t, "")
             if t == self.eos or "Ċ" in text:  # "Ċ" is the byte-level symbol of "\n"
                 break

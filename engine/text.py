@@ -6,7 +6,6 @@ import re
 
 IDENT_RE = re.compile(r"[^\W\d]\w*")
 """An identifier: a Unicode letter or underscore, then letters, digits, underscores."""
-_TRAILING_WORD = re.compile(r"\w+\Z")
 
 
 def word_prefix(prefix: str) -> str:
@@ -15,10 +14,10 @@ def word_prefix(prefix: str) -> str:
     Digits alone are not an identifier start, so ``"x = 12"`` gives ``""``, ``"foo.ba"`` gives
     ``"ba"`` and ``"foo.ba2"`` gives ``"ba2"``.
     """
-    m = _TRAILING_WORD.search(prefix[-256:])
-    if not m:
-        return ""
-    w = m.group()
+    i = len(prefix)
+    while i > 0 and (prefix[i - 1].isalnum() or prefix[i - 1] == "_"):
+        i -= 1
+    w = prefix[i:]
     # drop leading digits: "3abc" is not an identifier start
     i = 0
     while i < len(w) and w[i].isdigit():

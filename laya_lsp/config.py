@@ -65,6 +65,8 @@ _CHOICES = {
     "backend": ("numpy", "mlx", "auto"),
 }
 _LOWER_BOUNDS = {"debounce_ms": 0, "max_items": 0}
+_UPPER_BOUNDS = {"debounce_ms": 2000, "max_items": 1000}
+"""A debounce past 2 s would make completion look dead; more than 1000 items is no list."""
 
 
 def _json_type(value) -> str:
@@ -111,6 +113,8 @@ def _check(name: str, value):
             raise ValueError(f"{value!r} is not one of {', '.join(_CHOICES[name])}")
     if name in _LOWER_BOUNDS and value < _LOWER_BOUNDS[name]:
         raise ValueError(f"must be >= {_LOWER_BOUNDS[name]}, got {value}")
+    if name in _UPPER_BOUNDS and value > _UPPER_BOUNDS[name]:
+        raise ValueError(f"must be <= {_UPPER_BOUNDS[name]}, got {value}")
     return value
 
 

@@ -156,10 +156,10 @@ class EngineBridge:
 
         return self.engine.submit(step, 0)
 
-    def shutdown(self) -> None:
-        """Stop the engine thread after its queued jobs (does not wait: it is a daemon thread)."""
+    def shutdown(self, wait: float = 0.0) -> None:
+        """Stop the engine thread after its queued jobs, waiting up to ``wait`` seconds for it."""
         if self._engine is not None:
-            self._engine.shutdown(timeout=0)
+            self._engine.shutdown(timeout=wait)
 
 
 class Throttle:
