@@ -54,10 +54,21 @@ def _cmd_export(a) -> int:
 def _cmd_complete(a) -> int:
     from .predictor import Predictor
 
-    text = Path(a.file).read_text() if a.file else sys.stdin.read()
-    prefix = text if a.offset is None else text[: a.offset]
-    p = Predictor.load(a.model)
-    for c in p.predict(prefix)[: a.n]:
+    from .model_io import ModelLoadError
+
+    try:
+        text = Path(a.file).read_text("utf-8") if a.file else sys.stdin.read()
+    except (OSError, UnicodeDecodeError) as e:
+        print(f"laya complete: cannot read {a.file}: {e}", file=sys.stderr)
+        return 2
+    # default: the end of the file, before its final newline(s)
+    prefix = text.rstrip("\n") if a.offset is None else text[: a.offset]
+    try:
+        p = Predictor.load(a.model)
+    except (ModelLoadError, OSError, ValueError) as e:
+        print(f"laya complete: {e}", file=sys.stderr)
+        return 2
+    for c in p.predict(prefix, want_line=True)[: a.n]:
         print(f"{c.score:8.3f}  {c.kind:10s} {c.text!r}")
     return 0
 

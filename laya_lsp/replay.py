@@ -232,7 +232,7 @@ def demo(path: str | None = None, model=None, every: int = 25, limit_chars: int 
             else:
                 if n % every == 0:
                     line = text[text.rfind("\n", 0, start) + 1 : start]
-                    print(f"  {line.strip()[-40:] + '|':42s} -> (typed all of {word!r})")
+                    print(f"  {line.strip()[-40:] + '|':42s} -> ({word!r} was never the first item: typed in full)")
         c.type_to(text)
     finally:
         c.shutdown()
