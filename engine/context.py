@@ -21,12 +21,14 @@ MAX_LINE_CHARS = 4000
 class LineCache:
     """LRU cache ``line text -> (token ids, identifiers)``."""
 
-    def __init__(self, tokenizer, size: int = 50000):
+    def __init__(self, tokenizer, size: int = 20000):
         self.tok = tokenizer
         self.size = size
         self.d: OrderedDict[str, tuple[list[int], list[str]]] = OrderedDict()
 
-    def get(self, chunk: str) -> tuple[list[int], list[str]]:
+    def get(self, chunk: str, store: bool = True) -> tuple[list[int], list[str]]:
+        """Tokens and identifiers of one line chunk; ``store=False`` for the line being typed
+        (it changes on every keystroke, and caching each version would only grow memory)."""
         hit = self.d.get(chunk)
         if hit is not None:
             self.d.move_to_end(chunk)
@@ -34,6 +36,8 @@ class LineCache:
         ids = self.tok.encode(chunk).ids
         idents = [p for p in PIECE_RE.findall(chunk) if len(p) >= MIN_WORD_LEN and IDENT_START.match(p)]
         hit = (ids, idents)
+        if not store:
+            return hit
         self.d[chunk] = hit
         if len(self.d) > self.size:
             self.d.popitem(last=False)
@@ -71,7 +75,7 @@ class ContextWindow:
             if end - start > MAX_LINE_CHARS:
                 start = end - MAX_LINE_CHARS
                 nl = -2  # cut line: the window cannot reach the file start through it
-            ids, idents = self.lines.get(text[start:end])
+            ids, idents = self.lines.get(text[start:end], store=bool(chunks))
             if total + len(ids) > budget:
                 if not chunks:  # one line longer than the window: keep its tail
                     chunks.append(ids[-budget:])

@@ -179,16 +179,18 @@ def bench_round_trip(text: str, warmup: int = 100, runs: int = 1000, model=None,
             if k >= warmup:
                 times.append(dt)
         print(f"  completion round trip, typing forward: {pct(times)}")
+        # Memory: edits that keep the document's size steady (type 400 characters forward, then
+        # delete them one by one, repeatedly), a completion every 4 edits.
+        base = i
         rss = [c.rss_mb()]
-        done = warmup + runs
-        while done < edits:
-            i += 1
-            if i > len(text):
-                i = 2000
+        step = 1
+        for done in range(1, edits + 1):
+            i += step
+            if i >= min(len(text), base + 400) or i <= base:
+                step = -step
             c.type_to(text[:i])
             if done % 4 == 0:
                 c.complete()
-            done += 1
             if done % 2000 == 0:
                 rss.append(c.rss_mb())
         print(f"  server resident memory over {edits} edits (MB, every 2000): "
