@@ -160,12 +160,18 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
     model = Model(args)
     opt = optim.AdamW(learning_rate=cfg.lr, weight_decay=cfg.weight_decay)
     if step:
-        model.load_weights(str(ckpt_dir / "weights.safetensors"))
         opt.init(model.trainable_parameters())
-        saved = mx.load(str(ckpt_dir / "optimizer.safetensors"))
-        flat = dict(tree_flatten(opt.state))
-        flat.update(saved)
-        opt.state = tree_unflatten(list(flat.items()))
+        if (ckpt_dir / "weights.safetensors").exists():
+            model.load_weights(str(ckpt_dir / "weights.safetensors"))
+            saved = mx.load(str(ckpt_dir / "optimizer.safetensors"))
+            flat = dict(tree_flatten(opt.state))
+            flat.update(saved)
+            opt.state = tree_unflatten(list(flat.items()))
+        else:
+            # the committed copy (see export): bf16 weights, no optimizer moments (they restart)
+            w = mx.load(str(ckpt_dir / "weights.bf16.safetensors"))
+            model.load_weights([(k, v.astype(mx.float32)) for k, v in w.items()])
+            log.info("resuming from the committed bf16 weights; AdamW moments start fresh")
         log.info("resumed at step %d", step)
     mx.eval(model.parameters())
     nparams = sum(v.size for _, v in tree_flatten(model.parameters()))
@@ -229,7 +235,14 @@ def export(ckpt_dir: Path, out_dir: Path, bits: int = 6, group_size: int = 64,
     meta = json.loads((Path(ckpt_dir) / "state.json").read_text())
     args = ModelArgs.from_dict(meta["model_args"])
     model = Model(args)
-    model.load_weights(str(Path(ckpt_dir) / "weights.safetensors"))
+    if (Path(ckpt_dir) / "weights.safetensors").exists():
+        model.load_weights(str(Path(ckpt_dir) / "weights.safetensors"))
+    else:
+        w = mx.load(str(Path(ckpt_dir) / "weights.bf16.safetensors"))
+        model.load_weights([(k, v.astype(mx.float32)) for k, v in w.items()])
+    # A compact copy that git keeps, so training can resume on a new machine (laya train).
+    mx.save_safetensors(str(Path(ckpt_dir) / "weights.bf16.safetensors"),
+                        {k: v.astype(mx.bfloat16) for k, v in tree_flatten(model.parameters())})
     hist = meta["history"]
     vals = [h["val_loss"] for h in hist if "val_loss" in h]
     cfg = meta["train_config"]
