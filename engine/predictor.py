@@ -144,8 +144,14 @@ class Predictor:
         mx.clear_cache()
 
     def observe_document(self, doc_id: str, text: str) -> None:
-        """(Re)build the online n-gram of an open document from its text."""
-        self._docs[doc_id] = DocLexicon(text.replace("\r\n", "\n"))
+        """(Re)build the online n-gram of an open document from its text.
+
+        The server runs this as a background job (about once a second while a document changes);
+        the sorted arrays the pool needs are built here too, so no keystroke pays for them.
+        """
+        doc = DocLexicon(text.replace("\r\n", "\n"))
+        self.pool.doc_arrays(doc)
+        self._docs[doc_id] = doc
 
     def forget_document(self, doc_id: str) -> None:
         self._docs.pop(doc_id, None)
