@@ -213,6 +213,14 @@ class PoolBuilder:
         self._empty_doc = DocLexicon("")
         self._window_key = None
         self._window_scores: list = []
+        self._corpus_w = None
+        self._top: tuple[int, np.ndarray] | None = None
+
+    def _top_corpus(self, size: int) -> np.ndarray:
+        """The ``size`` most frequent corpus words, sorted by index (cached)."""
+        if self._top is None or self._top[0] != size:
+            self._top = (size, np.sort(self.corpus.by_count[:size]))
+        return self._top[1]
 
     def doc_arrays(self, doc: DocLexicon):
         """Sorted words and aligned arrays of a document (computed once per document version)."""
@@ -279,23 +287,30 @@ class PoolBuilder:
         words, index, counts, ccount, in_doc, firsts = self.arr
         self.doc_base = (W["doc1"] / max(1, doc.total)) * counts
         if c is not None:
-            self.doc_base = self.doc_base + (W["cor1"] / c.total) * ccount
-            self.corpus_base = (W["cor1"] / c.total) * c.counts
-            self.corpus_extra: dict[int, float] = {}
+            self.doc_base += (W["cor1"] / c.total) * ccount
+            if self._corpus_w != W["cor1"]:
+                self.corpus_base = (W["cor1"] / c.total) * c.counts
+                self._corpus_w = W["cor1"]
         new_words, new_scores = [], []
-        doc_extra: dict[int, float] = {}
+        di, dv, cj, cv = [], [], [], []
         for w, v in extra.items():
             i = index.get(w)
             if i is not None:
-                doc_extra[i] = v
+                di.append(i)
+                dv.append(v)
                 continue
             j = c.index.get(w) if c is not None else None
             if j is not None:
-                self.corpus_extra[j] = v
+                cj.append(j)
+                cv.append(v)
                 continue
             new_words.append(w)
             new_scores.append(v)
-        self.doc_extra = doc_extra
+        if di:
+            self.doc_base[np.asarray(di, np.int64)] += np.asarray(dv)
+        order = np.argsort(cj) if cj else np.zeros(0, np.int64)
+        self.corpus_extra_ix = np.asarray(cj, np.int64)[order]
+        self.corpus_extra_v = np.asarray(cv, np.float64)[order]
         self.new_words = new_words
         self.new_scores = np.asarray(new_scores, np.float64)
         self.new_firsts = np.fromiter((self.first_token(w) for w in new_words), np.int64, len(new_words))
@@ -310,11 +325,7 @@ class PoolBuilder:
             hi = bisect.bisect_left(words, prefix + "\U0010ffff", lo)
         else:
             lo, hi = 0, len(words)
-        s = self.doc_base[lo:hi].copy()
-        for i, v in self.doc_extra.items():
-            if lo <= i < hi:
-                s[i - lo] += v
-        parts_score.append(s)
+        parts_score.append(self.doc_base[lo:hi])
         parts_first.append(firsts[lo:hi])
         parts_word.append((words, lo))
         c = self.corpus
@@ -322,9 +333,9 @@ class PoolBuilder:
             if prefix:
                 clo, chi = c.prefix_range(prefix)
                 s = self.corpus_base[clo:chi].copy()
-                for j, v in self.corpus_extra.items():
-                    if clo <= j < chi:
-                        s[j - clo] += v
+                cj, cv = self.corpus_extra_ix, self.corpus_extra_v
+                a, b = np.searchsorted(cj, clo), np.searchsorted(cj, chi)
+                s[cj[a:b] - clo] += cv[a:b]
                 if len(in_doc):
                     s[in_doc[clo:chi]] = -1.0
                 parts_score.append(s)
@@ -332,14 +343,9 @@ class PoolBuilder:
                 parts_word.append((c.words, clo))
             else:
                 # no prefix: the most frequent corpus words plus the context's corpus extras
-                idx = c.by_count[:size]
-                if self.corpus_extra:
-                    idx = np.union1d(idx, np.fromiter(self.corpus_extra, np.int64, len(self.corpus_extra)))
+                idx = np.union1d(self._top_corpus(size), self.corpus_extra_ix)
                 s = self.corpus_base[idx]
-                for k, j in enumerate(idx.tolist()):
-                    v = self.corpus_extra.get(j)
-                    if v is not None:
-                        s[k] += v
+                s[np.searchsorted(idx, self.corpus_extra_ix)] += self.corpus_extra_v
                 if len(in_doc):
                     s[in_doc[idx]] = -1.0
                 parts_score.append(s)
