@@ -143,6 +143,7 @@ def main(argv=None) -> int:
     p.add_argument("--files", type=int, default=6)
     p.add_argument("--max-chars", type=int, default=6000)
     p.add_argument("--through-server", action="store_true", help="replay typing over LSP stdio")
+    p.add_argument("--seed", type=int, default=0, help="which held-out files (0: the reported set)")
     p.set_defaults(fn=_cmd_eval)
 
     p = sub.add_parser("bench", help="decision latency (100 warm-up, 1000 runs) and LSP round trip")

@@ -138,13 +138,19 @@ def score_file(text: str, ask, score: Score, baseline: WordCompletion | None = N
                     break
 
 
-def pick_files(corpus_dir: Path, n: int, max_chars: int, seed: int = 0) -> list[tuple[str, str]]:
-    """``n`` held-out files (name, text cut to ``max_chars`` at a line end), one package after another."""
+def pick_files(corpus_dir: Path, n: int, max_chars: int, seed: int = 0,
+               exclude: set[str] = frozenset()) -> list[tuple[str, str]]:
+    """``n`` held-out files (name, text cut to ``max_chars`` at a line end), one package after another.
+
+    Skips tests, files under 2 KB, the copies wheels keep under ``*.data/`` and ``exclude`` names
+    (so a tuning set can be kept apart from the reported one).
+    """
     from .corpus import iter_files
 
     by_pkg: dict[str, list[Path]] = {}
     for pkg, f in iter_files(corpus_dir, "eval"):
-        if f.stat().st_size > 2000 and "test" not in f.name:
+        rel = f"{pkg}/{f.relative_to(corpus_dir / 'eval' / pkg)}"
+        if f.stat().st_size > 2000 and "test" not in f.name and ".data/" not in rel and rel not in exclude:
             by_pkg.setdefault(pkg, []).append(f)
     rnd = random.Random(seed)
     for v in by_pkg.values():
@@ -209,7 +215,7 @@ def pool_recall(files, predictor, size: int | None = None) -> float:
 def main(a) -> int:
     from .predictor import Predictor
 
-    files = pick_files(Path(a.corpus), a.files, a.max_chars)
+    files = pick_files(Path(a.corpus), a.files, a.max_chars, seed=a.seed)
     if not files:
         print(f"no eval files under {a.corpus}/eval: run `laya corpus` first", file=sys.stderr)
         return 2
