@@ -83,6 +83,7 @@ class NumpyBackend:
         self.kT = np.zeros((n_layers, kvh, hd, capacity), np.float32)
         self.v = np.zeros((n_layers, kvh, capacity, hd), np.float32)
         self.offset = 0
+        self.hid = np.zeros((capacity, d), np.float32)  # final hidden state per cached position
         # RoPE (mlx.nn.RoPE, traditional=False, base rope_theta) as unit complex numbers per pair.
         inv = args.rope_theta ** (-np.arange(0, hd, 2, dtype=np.float64) / hd)
         ang = np.arange(capacity, dtype=np.float64)[:, None] * inv[None, :]
@@ -131,6 +132,7 @@ class NumpyBackend:
             x = x + ((g / (1.0 + np.exp(-g))) * gu[:, self.inter :]) @ wd
         self.offset = end
         out = _rms_norm(x, self.norm, self.eps)
+        self.hid[off:end] = out
         return out if all_positions else out[-1]
 
     def _step(self, token: int) -> np.ndarray:
@@ -159,7 +161,9 @@ class NumpyBackend:
             g = gu[:inter]
             x = x + ((g / (1.0 + np.exp(-g))) * gu[inter:]) @ wd
         self.offset = end
-        return x * (1.0 / math.sqrt(float(x.dot(x)) * inv_d + eps)) * self.norm
+        out = x * (1.0 / math.sqrt(float(x.dot(x)) * inv_d + eps)) * self.norm
+        self.hid[off] = out
+        return out
 
     def logits(self, hidden: np.ndarray, ids: np.ndarray | None = None) -> np.ndarray:
         """LM head (tied embeddings): ``(vocab,)`` logits, or only the rows ``ids`` (the pool head)."""
@@ -188,4 +192,5 @@ class NumpyBackend:
         k = (k.view(np.complex64) * np.conj(self.rot[d])).view(np.float32)
         self.kT[:, :, :, :n] = k.transpose(0, 1, 3, 2)
         self.v[:, :, :n] = self.v[:, :, d:off].copy()
+        self.hid[:n] = self.hid[d:off].copy()
         self.offset = n

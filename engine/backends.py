@@ -69,6 +69,7 @@ class MLXBackend:
         self.args = self.model.args
         self.capacity = capacity
         self.cache = self.model.make_cache()
+        self.hid = np.zeros((capacity, self.args.hidden_size), np.float32)  # final hidden per position
         self._emb = None
 
     @property
@@ -78,9 +79,10 @@ class MLXBackend:
     def forward(self, tokens, all_positions: bool = False) -> np.ndarray:
         if self.offset + len(tokens) > self.capacity:
             raise ValueError(f"KV cache holds {self.capacity} tokens; {self.offset} cached + {len(tokens)} new is too many")
-        h = self.model.hidden(mx.array([list(tokens)], dtype=mx.int32), self.cache)[0]
-        h = h if all_positions else h[-1]
-        return np.array(h.astype(mx.float32))
+        off = self.offset
+        h = np.array(self.model.hidden(mx.array([list(tokens)], dtype=mx.int32), self.cache)[0].astype(mx.float32))
+        self.hid[off : off + len(tokens)] = h
+        return h if all_positions else h[-1]
 
     def logits(self, hidden: np.ndarray, ids: np.ndarray | None = None) -> np.ndarray:
         out = self.model.model.embed_tokens.as_linear(mx.array(hidden[None, None, :]))[0, 0]
@@ -112,6 +114,8 @@ class MLXBackend:
             cache.keys[..., : off - d_, :] = mx.concatenate([k1 * c - k2 * s, k1 * s + k2 * c], axis=-1)
             cache.values[..., : off - d_, :] = cache.values[..., d_:off, :]
             cache.offset = off - d_
+        n = max(0, self.offset)
+        self.hid[:n] = self.hid[d : d + n].copy()
 
 
 def make_backend(folder: Path, kind: str, capacity: int):

@@ -248,6 +248,7 @@ class Predictor:
         if len(self._first_logits) <= FULL_HEAD_MAX_VOCAB:
             if not self._first_known[0]:
                 lg = self.backend.logits(self._hidden)
+                lg = self._with_cache_pointer(lg, ctx)
                 m = lg.max()
                 self._log_z = m + np.log(np.exp(lg - m).sum())
                 self._first_logits[:] = lg
@@ -285,6 +286,23 @@ class Predictor:
                 if len(out) > max(2, max_items):
                     del out[max(2, max_items):]
         return out
+
+    def _with_cache_pointer(self, logits: np.ndarray, ctx: list[int]) -> np.ndarray:
+        """Mix in a neural cache (Grave et al. 2017, "Improving neural language models with a
+        continuous cache"): positions of the window whose hidden state resembles the current one
+        vote for the token that followed them. Returns log-probabilities."""
+        lam = self.config.cache_weight
+        hid = getattr(self.backend, "hid", None)
+        n = len(ctx) - 1
+        m = logits.max()
+        logp = logits - m - np.log(np.exp(logits - m).sum())
+        if lam <= 0 or hid is None or n < 2:
+            return logp
+        sims = hid[:n] @ self._hidden * self.config.cache_theta
+        sims = np.exp(sims - sims.max())
+        p_cache = np.bincount(np.asarray(ctx[1 : n + 1]), weights=sims, minlength=len(logits))
+        p_cache /= p_cache.sum()
+        return np.log((1 - lam) * np.exp(logp) + lam * p_cache + 1e-12)
 
     def _continuation(self, ctx: list[int], word: str, stop=None) -> str:
         """``word`` plus greedy tokens to the end of the line (at most ``line_max_tokens``)."""

@@ -116,3 +116,17 @@ def test_context_shift_moves_keys_exactly(tokens, kind, numpy_backend):
     assert np.abs(k_shift - k_fresh).max() < 1e-4
     assert np.abs(v_shift - v_fresh).max() < 1e-5
     b.reset()
+
+
+@pytest.mark.parametrize("kind", ["numpy", "mlx"])
+def test_final_hidden_states_are_kept_per_position(tokens, kind, numpy_backend):
+    """The neural cache reads ``hid[i]``, the final hidden state after token ``i``."""
+    b = numpy_backend if kind == "numpy" else MLXBackend(DEFAULT_MODEL_DIR, 256)
+    b.reset()
+    all_h = b.forward(tokens[:10], all_positions=True)
+    last = b.forward(tokens[10:11])
+    assert np.allclose(b.hid[:10], all_h, atol=1e-6)
+    assert np.allclose(b.hid[10], last, atol=1e-6)
+    b.shift(4)
+    assert np.allclose(b.hid[:7], np.concatenate([all_h[4:], last[None]]), atol=1e-6)
+    b.reset()

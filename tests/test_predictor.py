@@ -183,3 +183,15 @@ def test_context_shift_slides_without_reprefill(pred):
         if ends.index(e) > 100:  # once the window is full, no step re-prefills a whole window
             assert pred.stats["forward_tokens"] - before < 64
     assert pred.stats.get("shifts", 0) > shifts
+
+
+def test_neural_cache_gives_a_distribution(pred):
+    pred.reset()
+    text = SOURCE[:3000]
+    pred.predict(text)
+    logits = pred.backend.logits(pred._hidden)
+    logp = pred._with_cache_pointer(logits, pred._ctx)
+    assert abs(np.log(np.exp(logp).sum())) < 1e-3
+    # the cache moves probability toward tokens that followed similar positions in the window
+    plain = logits - logits.max() - np.log(np.exp(logits - logits.max()).sum())
+    assert np.abs(logp - plain).max() > 1e-3
