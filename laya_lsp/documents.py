@@ -76,6 +76,8 @@ def clamp_position(doc: TextDocument, position: types.Position,
             not lines or _LINE_END.search(lines[-1]) is not None)
         return ServerTextPosition(position.line, 0) if at_last_line_start else None
     content = _LINE_END.sub("", lines[position.line])
+    if content.isascii():  # one code unit per character in every encoding: no conversion needed
+        return ServerTextPosition(position.line, min(position.character, len(content)))
     codec = doc.position_codec
     width = codec.client_num_units(content)
     # pygls clamps an overlong character to the line length minus one (and mutates the Position it
@@ -112,8 +114,14 @@ def cursor_context(doc: TextDocument, position: types.Position, *,
     start = ServerTextPosition(cursor.line, cursor.character - len(word))
     ahead = _WORD_AHEAD.match(suffix).group()
     end_of_word = ServerTextPosition(cursor.line, cursor.character + len(ahead))
-    codec = doc.position_codec
-    insert_range = codec.range_to_client_units(lines, ServerTextRange(start, cursor))
-    replace_range = codec.range_to_client_units(lines, ServerTextRange(start, end_of_word))
+    if cursor.line >= len(lines) or lines[cursor.line].isascii():  # client units == code points
+        def rng(a: ServerTextPosition, b: ServerTextPosition) -> types.Range:
+            return types.Range(start=types.Position(line=a.line, character=a.character),
+                               end=types.Position(line=b.line, character=b.character))
+        insert_range, replace_range = rng(start, cursor), rng(start, end_of_word)
+    else:
+        codec = doc.position_codec
+        insert_range = codec.range_to_client_units(lines, ServerTextRange(start, cursor))
+        replace_range = codec.range_to_client_units(lines, ServerTextRange(start, end_of_word))
     return CursorContext(prefix=prefix, suffix=suffix, word=word,
                          insert_range=insert_range, replace_range=replace_range)
