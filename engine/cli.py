@@ -134,7 +134,7 @@ def main(argv=None) -> int:
     p = sub.add_parser("demo", help="start the server, replay typing a real file, print suggestions and latencies")
     p.add_argument("file", nargs="?", help="default: the stdlib's textwrap.py")
     p.add_argument("--model", default=None)
-    p.add_argument("--max-chars", type=int, default=4000)
+    p.add_argument("--max-chars", type=int, default=12000)
     p.set_defaults(fn=_cmd_demo)
 
     p = sub.add_parser("eval", help="keystrokes saved and next-identifier accuracy on held-out code")

@@ -199,7 +199,7 @@ def bench_round_trip(text: str, warmup: int = 100, runs: int = 1000, model=None,
         c.shutdown()
 
 
-def demo(path: str | None = None, model=None, every: int = 25, limit_chars: int = 4000) -> int:
+def demo(path: str | None = None, model=None, every: int = 40, limit_chars: int = 12000) -> int:
     """Type a real file into the server and print what it suggests, with latencies."""
     import inspect
     import textwrap
