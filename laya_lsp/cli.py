@@ -109,11 +109,11 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:  # e.g. the TCP port is in use
         log.error("laya-lsp: %s", e)
         code = 1
-    _exit_cleanly(server, code)
+    exit_cleanly(server, code)
     return code
 
 
-def _exit_cleanly(server, code: int = 0) -> None:
+def exit_cleanly(server, code: int = 0) -> None:
     """Stop the engine thread, then leave without running interpreter finalizers.
 
     MLX aborts the process (``terminate called without an active exception``) when the

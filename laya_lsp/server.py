@@ -7,6 +7,7 @@ it directly.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from urllib.parse import unquote
 
@@ -133,6 +134,10 @@ def on_initialize(ls: LayaServer, params: types.InitializeParams) -> None:
 
 
 async def on_initialized(ls: LayaServer, params: types.InitializedParams) -> None:
+    if ls.process_id:
+        from . import cli, parent
+
+        ls.parent_watch = asyncio.ensure_future(parent.watch(ls.process_id, lambda: cli.exit_cleanly(ls, 0)))
     if ls.option_problems:
         ls.window_show_message(types.ShowMessageParams(
             type=types.MessageType.Warning,

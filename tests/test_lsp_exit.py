@@ -58,3 +58,17 @@ def test_exit_while_busy_is_clean(backend, attempt):
     err = p.stderr.read().decode(errors="replace")
     assert p.wait(timeout=20) == 0, err[-2000:]
     assert "terminate called" not in err
+
+
+def test_exits_when_the_client_process_is_gone():
+    """``processId`` of a process that has exited: the server leaves by itself (status 0)."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    p = subprocess.Popen([sys.executable, "-m", "laya_lsp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    p.stdin.write(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                         "params": {"processId": gone.pid, "capabilities": {}}}))
+    p.stdin.write(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+    p.stdin.flush()  # stdin stays open: only the watch can end the server
+    assert p.wait(timeout=30) == 0
+    assert "client process" in p.stderr.read().decode(errors="replace")
