@@ -232,18 +232,20 @@ class PoolBuilder:
         c = self.corpus
         if c is not None:
             cidx = np.fromiter((c.index.get(w, -1) for w in words), np.int64, len(words))
-            in_doc = np.zeros(len(c.words), bool)
-            in_doc[cidx[cidx >= 0]] = True
+            to_doc = np.full(len(c.words), -1, np.int64)  # corpus index -> document index
+            to_doc[cidx[cidx >= 0]] = np.flatnonzero(cidx >= 0)
+            in_doc = to_doc >= 0
             ccount = np.where(cidx >= 0, c.counts[np.maximum(cidx, 0)], 0.0) if len(words) else np.zeros(0)
             firsts = np.where(cidx >= 0, c.first_tokens[np.maximum(cidx, 0)], -1) if len(words) else np.zeros(0, np.int64)
         else:
             cidx = np.full(len(words), -1, np.int64)
             in_doc = np.zeros(0, bool)
+            to_doc = np.zeros(0, np.int64)
             ccount = np.zeros(len(words))
             firsts = np.full(len(words), -1, np.int64)
         for i in np.flatnonzero(firsts < 0).tolist():
             firsts[i] = self.first_token(words[i])
-        arr = (words, {w: i for i, w in enumerate(words)}, counts, ccount, in_doc, firsts)
+        arr = (words, {w: i for i, w in enumerate(words)}, counts, ccount, in_doc, firsts, to_doc)
         doc._arrays = arr
         return arr
 
@@ -275,24 +277,33 @@ class PoolBuilder:
             for w, v in self._window_scores:
                 extra[w] += v
         c = self.corpus
-        if c is not None:
-            for table, weight in ((c.tri.get(k3s), W["cor3"]), (c.bi.get(k2), W["cor2"])):
-                if table is not None:
-                    ix, cnt = table
-                    tot = cnt.sum()
-                    for i, n in zip(ix.tolist(), cnt.tolist()):
-                        extra[c.words[i]] += weight * n / tot
-        self.extra = extra
-        # split extras: those in the document / corpus add to those entries, the rest are new words
-        words, index, counts, ccount, in_doc, firsts = self.arr
+        words, index, counts, ccount, in_doc, firsts, to_doc = self.arr
         self.doc_base = (W["doc1"] / max(1, doc.total)) * counts
+        # corpus n-gram followers stay in corpus index space (arrays): those in the document are
+        # added to its entries, the rest become the corpus extras
+        cj = np.zeros(0, np.int64)
+        cv = np.zeros(0)
         if c is not None:
             self.doc_base += (W["cor1"] / c.total) * ccount
             if self._corpus_w != W["cor1"]:
                 self.corpus_base = (W["cor1"] / c.total) * c.counts
                 self._corpus_w = W["cor1"]
+            ixs, vals = [], []
+            for table, weight in ((c.tri.get(k3s), W["cor3"]), (c.bi.get(k2), W["cor2"])):
+                if table is not None:
+                    ix, cnt = table
+                    ixs.append(ix)
+                    vals.append(cnt * (weight / cnt.sum()))
+            if ixs:
+                ix, val = np.concatenate(ixs), np.concatenate(vals)
+                d = to_doc[ix]
+                m = d >= 0
+                np.add.at(self.doc_base, d[m], val[m])
+                cj, inv = np.unique(ix[~m], return_inverse=True)  # sorted, summed per word
+                cv = np.bincount(inv, weights=val[~m], minlength=len(cj))
+        # document / window extras (words): those in the document add to its entries
         new_words, new_scores = [], []
-        di, dv, cj, cv = [], [], [], []
+        di, dv, xj, xv = [], [], [], []
         for w, v in extra.items():
             i = index.get(w)
             if i is not None:
@@ -301,23 +312,25 @@ class PoolBuilder:
                 continue
             j = c.index.get(w) if c is not None else None
             if j is not None:
-                cj.append(j)
-                cv.append(v)
+                xj.append(j)
+                xv.append(v)
                 continue
             new_words.append(w)
             new_scores.append(v)
         if di:
-            self.doc_base[np.asarray(di, np.int64)] += np.asarray(dv)
-        order = np.argsort(cj) if cj else np.zeros(0, np.int64)
-        self.corpus_extra_ix = np.asarray(cj, np.int64)[order]
-        self.corpus_extra_v = np.asarray(cv, np.float64)[order]
+            np.add.at(self.doc_base, np.asarray(di, np.int64), np.asarray(dv))
+        if xj:  # corpus words not in the document that the window mentions
+            cj, inv = np.unique(np.concatenate([cj, np.asarray(xj, np.int64)]), return_inverse=True)
+            cv = np.bincount(inv, weights=np.concatenate([cv, np.asarray(xv)]), minlength=len(cj))
+        self.corpus_extra_ix = cj
+        self.corpus_extra_v = cv
         self.new_words = new_words
         self.new_scores = np.asarray(new_scores, np.float64)
         self.new_firsts = np.fromiter((self.first_token(w) for w in new_words), np.int64, len(new_words))
 
     def candidates(self, prefix: str, size: int):
         """Pool for a typed prefix: ``(words, prior, first_tokens)``, at most ``size``, best prior first."""
-        words, index, counts, ccount, in_doc, firsts = self.arr
+        words, index, counts, ccount, in_doc, firsts, to_doc = self.arr
         parts_score, parts_first, parts_word = [], [], []
         # document words
         if prefix:
