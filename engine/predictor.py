@@ -149,8 +149,21 @@ class Predictor:
         The server runs this as a background job (about once a second while a document changes);
         the sorted arrays the pool needs are built here too, so no keystroke pays for them.
         """
+        self.set_document(doc_id, self.build_document(text))
+
+    def build_document(self, text: str) -> DocLexicon:
+        """Count a document's identifiers and n-grams, with the arrays the pool needs.
+
+        Touches no model state, so it may run on any thread (the server runs it off the engine
+        thread, so counting a large file never delays a keystroke); install the result with
+        :meth:`set_document` on the engine thread.
+        """
         doc = DocLexicon(text.replace("\r\n", "\n"))
         self.pool.doc_arrays(doc)
+        return doc
+
+    def set_document(self, doc_id: str, doc: DocLexicon) -> None:
+        """Install a document's n-gram built by :meth:`build_document`."""
         self._docs[doc_id] = doc
 
     def forget_document(self, doc_id: str) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -83,6 +84,8 @@ class LayaServer(LanguageServer):
         self.bridge = EngineBridge()
         self.model = ModelHandle()
         self.observer = Throttle(OBSERVE_INTERVAL_S)
+        self.counting = ThreadPoolExecutor(max_workers=1, thread_name_prefix="laya-count")
+        """Builds documents' n-grams off the engine thread (``Predictor.build_document``)."""
 
     @property
     def client_supports_progress(self) -> bool:
@@ -104,12 +107,27 @@ class LayaServer(LanguageServer):
         if doc is None:
             return
         text = normalize_newlines(doc.source[:MAX_OBSERVE_CHARS])
-        self.bridge.submit_background(_observe_job, self.model, uri, text)
+        predictor = self.model.predictor
+        if predictor is None:
+            return
+        # Counting runs on a helper thread (it touches no model state); only installing the
+        # result is an engine job, so a large file never holds the engine thread for long.
+        future = self.counting.submit(predictor.build_document, text)
+        future.add_done_callback(lambda f: self._install(uri, f))
+
+    def _install(self, uri: str, future) -> None:
+        if future.cancelled() or future.exception() is not None:
+            if not future.cancelled():
+                log.error("counting %s failed: %s", uri, future.exception())
+            return
+        if self.open_document(uri) is None:  # closed while it was being counted
+            return
+        self.bridge.submit_background(_install_job, self.model, uri, future.result())
 
 
-def _observe_job(model: ModelHandle, uri: str, text: str) -> None:
+def _install_job(model: ModelHandle, uri: str, doc) -> None:
     if model.predictor is not None:
-        model.predictor.observe_document(uri, text)
+        model.predictor.set_document(uri, doc)
 
 
 def _forget_job(model: ModelHandle, uri: str) -> None:
