@@ -58,11 +58,6 @@ def load_manifest(path: Path = MANIFEST) -> list[Package]:
     return [Package(**p) for p in data["packages"]]
 
 
-def manifest_extra(path: Path = MANIFEST) -> dict:
-    """The manifest's keys other than ``packages`` (totals, tokenizer)."""
-    return {k: v for k, v in json.loads(path.read_text()).items() if k != "packages"}
-
-
 def save_manifest(packages: list[Package], path: Path = MANIFEST, extra: dict | None = None) -> None:
     data = {"packages": [p.__dict__ for p in packages]}
     if extra:

@@ -12,7 +12,6 @@ start-up and tens of MB), so the server's run-time path stays light.
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass, fields
 
 import mlx.core as mx

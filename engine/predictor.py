@@ -24,7 +24,6 @@ All methods must run on one thread (``engine.worker.EngineThread``): MLX state i
 from __future__ import annotations
 
 import logging
-import math
 import time
 from pathlib import Path
 
@@ -381,8 +380,3 @@ def _line_is_open(suffix: str | None) -> bool:
         return True
     rest = suffix.split("\n", 1)[0]
     return all(c in ")]}'\" \t:;," for c in rest)
-
-
-def log_softmax(x: np.ndarray) -> np.ndarray:
-    m = x.max()
-    return x - m - math.log(np.exp(x - m).sum())

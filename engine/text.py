@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
-IDENT_RE = re.compile(r"[^\W\d]\w*")
-"""An identifier: a Unicode letter or underscore, then letters, digits, underscores."""
-
 
 def word_prefix(prefix: str) -> str:
     """The identifier characters just before the cursor (``""`` at a boundary).

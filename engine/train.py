@@ -27,7 +27,7 @@ _blas.preload()
 import mlx.core as mx  # noqa: E402
 import mlx.nn as nn  # noqa: E402
 import mlx.optimizers as optim  # noqa: E402
-from mlx.utils import tree_flatten, tree_map, tree_unflatten  # noqa: E402
+from mlx.utils import tree_flatten, tree_unflatten  # noqa: E402
 
 from . import corpus, tokenizer as tok_mod  # noqa: E402
 from .model import Model, ModelArgs  # noqa: E402

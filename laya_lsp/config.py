@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import re
 import typing
 from dataclasses import dataclass, fields, replace
 
@@ -49,10 +48,6 @@ class InitializationOptions:
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(p.title() for p in rest)
-
-
-def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
 
 
 OPTION_NAMES = [_camel(f.name) for f in fields(InitializationOptions)]

@@ -163,7 +163,6 @@ def bench_round_trip(text: str, warmup: int = 100, runs: int = 1000, model=None,
     c = ReplayClient(model)
     try:
         c.open("file:///bench/typing.py", text[:2000])
-        t = time.perf_counter()
         items, _ = c.complete()  # waits for the model to load
         first = time.perf_counter() - c.t_spawn
         print(f"\n[LSP over stdio] initialize answered {c.t_initialized * 1e3:.0f} ms after spawn; "
