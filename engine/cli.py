@@ -151,6 +151,7 @@ def main(argv=None) -> int:
     p.add_argument("--runs", type=int, default=1000)
     p.add_argument("--warmup", type=int, default=100)
     p.add_argument("--lsp", action="store_true", help="also time LSP completion round trips")
+    p.add_argument("--backends", default="numpy,mlx", help="comma-separated, timed side by side")
     p.set_defaults(fn=_cmd_bench)
 
     a = ap.parse_args(argv)
