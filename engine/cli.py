@@ -68,7 +68,8 @@ def _cmd_complete(a) -> int:
     except (ModelLoadError, OSError, ValueError) as e:
         print(f"laya complete: {e}", file=sys.stderr)
         return 2
-    for c in p.predict(prefix, want_line=True)[: a.n]:
+    p.observe_document("cli", text)  # the file's own identifiers, as the server does for open files
+    for c in p.predict(prefix, doc_id="cli", want_line=True)[: a.n]:
         print(f"{c.score:8.3f}  {c.kind:10s} {c.text!r}")
     return 0
 
