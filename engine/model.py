@@ -4,7 +4,7 @@ A Llama-architecture transformer (RMSNorm, RoPE, SwiGLU MLP, tied embeddings, no
 the way ``mlx_lm/models/llama.py`` is: a ``ModelArgs`` dataclass that mirrors ``config.json`` and
 ``Model.__call__(inputs, cache=None) -> logits``. The weight names are Llama's, and the folder's
 ``config.json`` says ``"model_type": "llama"``, so ``mlx_lm.load(folder)`` opens the same folder
-with mlx-lm's own implementation (``tests/test_mlx_lm_compat.py`` checks the logits agree).
+with mlx-lm's own implementation (``tests/test_backends.py`` checks the logits agree).
 
 This module does not import ``mlx_lm`` (importing it pulls in ``transformers``: seconds of
 start-up and tens of MB), so the server's run-time path stays light.

@@ -195,3 +195,15 @@ def test_neural_cache_gives_a_distribution(pred):
     # the cache moves probability toward tokens that followed similar positions in the window
     plain = logits - logits.max() - np.log(np.exp(logits - logits.max()).sum())
     assert np.abs(logp - plain).max() > 1e-3
+
+
+def test_run_time_path_does_not_import_mlx_lm():
+    """Importing mlx_lm pulls in transformers (seconds, tens of MB): the server must not."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from engine.predictor import Predictor; import laya_lsp.server; "
+            "p = Predictor.load(); p.predict('import os\\nos.pa'); "
+            "print('mlx_lm' in sys.modules, 'transformers' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["False", "False"], out.stderr[-2000:]
