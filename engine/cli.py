@@ -47,7 +47,12 @@ def _cmd_train(a) -> int:
 def _cmd_export(a) -> int:
     from .train import export
 
-    export(Path(a.checkpoint), Path(a.out), bits=a.bits, corpus_dir=Path(a.corpus) if a.corpus else None)
+    from .config import load_variant
+
+    cfg = load_variant(a.variant)
+    bits = a.bits if a.bits is not None else cfg.bits
+    export(Path(a.checkpoint), Path(a.out), bits=bits, group_size=cfg.group_size,
+           corpus_dir=Path(a.corpus) if a.corpus else None)
     return 0
 
 
@@ -121,7 +126,8 @@ def main(argv=None) -> int:
     p = sub.add_parser("export", help="write a quantized model folder from a checkpoint")
     p.add_argument("--checkpoint", default=str(DEFAULT_CKPT))
     p.add_argument("--out", required=True)
-    p.add_argument("--bits", type=int, default=6)
+    p.add_argument("--variant", default="code", help="quantize as this variant says (configs/)")
+    p.add_argument("--bits", type=int, default=None, help="override the variant's bits")
     p.add_argument("--corpus", default=str(DEFAULT_CORPUS), help="count the lexicon from this corpus ('' to skip)")
     p.set_defaults(fn=_cmd_export)
 
