@@ -91,7 +91,7 @@ def main(a) -> int:
               "keystroke, so each backend also evicts the other's weights from the caches)")
     print(f"peak RSS of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
     if a.lsp:
-        from laya_lsp.replay import bench_round_trip
+        from laya_client.replay import bench_round_trip
 
         bench_round_trip(text, a.warmup, a.runs, a.model)
     return 0

@@ -80,7 +80,7 @@ def _cmd_complete(a) -> int:
 
 
 def _cmd_demo(a) -> int:
-    from laya_lsp.replay import demo
+    from laya_client.replay import demo
 
     return demo(a.file, model=a.model, limit_chars=a.max_chars)
 

@@ -224,7 +224,7 @@ def main(a) -> int:
     nchars = sum(len(t) for _, t in files)
     print(f"held-out files: {len(files)} ({nchars} chars): " + ", ".join(n for n, _ in files))
     if a.through_server:
-        from laya_lsp.replay import evaluate_through_server
+        from laya_client.replay import evaluate_through_server
 
         eng, base, secs = evaluate_through_server(files, model=a.model)
         where = "through the LSP server (stdio)"

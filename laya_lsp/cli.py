@@ -76,6 +76,7 @@ def check(args: argparse.Namespace) -> int:
         return 1
     finally:
         engine.shutdown()
+    # --check is a command-line report, not a server run: stdout carries no JSON-RPC here
     print(f"model loaded in {load_ms:.0f} ms; one decision in {predict_ms:.1f} ms")
     for c in cands:
         print(f"  {c.kind:10s} {c.score:8.2f}  {c.text!r}")
