@@ -54,6 +54,9 @@ class ContextWindow:
         self.min = min_tokens
         self.prev: list[int] = []
         self.idents: Counter = Counter()
+        """Identifier counts of the window's complete lines."""
+        self.line_idents: list[str] = []
+        """Identifiers on the line being typed (before the word)."""
         self._idents_key: tuple = ()
 
     def tokens(self, text: str) -> list[int]:
@@ -117,10 +120,13 @@ class ContextWindow:
         for c in chunks[j:]:
             out.extend(c)
         self.prev = out
-        key = tuple(map(id, ident_lists[j:]))
+        # Complete lines' identifiers change once per line (their lists come from the line cache,
+        # so their ids are a stable key); the line being typed is kept apart in ``line_idents``.
+        done, self.line_idents = ident_lists[j:-1], (ident_lists[-1] if ident_lists else [])
+        key = tuple(map(id, done))
         if key != self._idents_key:
             cnt: Counter = Counter()
-            for lst in ident_lists[j:]:
+            for lst in done:
                 cnt.update(lst)
             self.idents = cnt
             self._idents_key = key
@@ -129,4 +135,5 @@ class ContextWindow:
     def reset(self) -> None:
         self.prev = []
         self.idents = Counter()
+        self.line_idents = []
         self._idents_key = ()

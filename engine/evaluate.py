@@ -194,8 +194,6 @@ def evaluate_in_process(files, predictor) -> tuple[Score, Score, float]:
 
 def pool_recall(files, predictor, size: int | None = None) -> float:
     """Share of identifier occurrences (at the boundary, 0 typed) that are in the candidate pool."""
-    from .lexicon import context_keys, pieces
-
     hit = total = 0
     size = size or predictor.config.pool_size
     for name, text in files:
@@ -207,8 +205,7 @@ def pool_recall(files, predictor, size: int | None = None) -> float:
                 predictor.observe_document(doc, text[:start])
                 last = start
             predictor.window.tokens(text[:start])
-            predictor.pool.begin(context_keys(pieces(text[max(0, start - 200):start])),
-                                 predictor._docs.get(doc), predictor.window.idents)
+            predictor._begin_pool(text[:start], predictor._docs.get(doc))
             words, _, _ = predictor.pool.candidates("", size)
             total += 1
             hit += word in {words[i] for i in range(len(words))}

@@ -213,6 +213,7 @@ class PoolBuilder:
         self._empty_doc = DocLexicon("")
         self._window_key = None
         self._window_scores: list = []
+        self._window_tot = 0
         self._corpus_w = None
         self._top: tuple[int, np.ndarray] | None = None
 
@@ -249,8 +250,16 @@ class PoolBuilder:
         doc._arrays = arr
         return arr
 
-    def begin(self, keys, doc: DocLexicon | None, window: Counter | None) -> None:
-        """Prepare the context-dependent part (once per word start)."""
+    def begin(self, keys, doc: DocLexicon | None, window: Counter | None, line: list[str] = ()) -> None:
+        """Prepare the context-dependent part (once per word start).
+
+        Args:
+            keys: ``context_keys`` of the pieces before the word.
+            doc: the document's lexicon, or None.
+            window: identifier counts of the window's complete lines (a new object only when they
+                change, so their scores are cached by identity).
+            line: identifiers already on the line being typed (they count like window ones).
+        """
         doc = doc if doc is not None else self._empty_doc
         self.doc = doc
         self.arr = self.doc_arrays(doc)
@@ -269,13 +278,16 @@ class PoolBuilder:
 
         add(doc.tri.get(k3s), W["doc3"])
         add(doc.bi.get(k2), W["doc2"])
-        if window:
-            if window is not self._window_key:  # the window's identifiers change once per line
-                tot = sum(window.values())
-                self._window_scores = [(w, W["win"] * n / tot) for w, n in window.items()]
-                self._window_key = window
+        if window is not self._window_key:  # the complete lines' identifiers change once per line
+            self._window_tot = sum(window.values()) if window else 0
+            self._window_scores = [(w, n / self._window_tot) for w, n in window.items()] if window else []
+            self._window_key = window
+        if self._window_scores or line:
+            scale = self._window_tot / (self._window_tot + len(line))
             for w, v in self._window_scores:
-                extra[w] += v
+                extra[w] += W["win"] * v * scale
+            for w in line:
+                extra[w] += W["win"] / (self._window_tot + len(line))
         c = self.corpus
         words, index, counts, ccount, in_doc, firsts, to_doc = self.arr
         self.doc_base = (W["doc1"] / max(1, doc.total)) * counts

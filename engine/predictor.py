@@ -70,7 +70,7 @@ class Predictor:
         self._ctx_text: str | None = None
         vocab = tokenizer.get_vocab()
         self._id_to_text = {i: t for t, i in vocab.items()}
-        self.stats = {"forward_tokens": 0, "decisions": 0, "reused": 0}
+        self.stats = {"forward_tokens": 0, "decisions": 0, "reused": 0, "shifts": 0}
 
     # ----------------------------------------------------------------- loading
     @classmethod
@@ -186,7 +186,7 @@ class Predictor:
             if d:
                 self.backend.shift(d)
                 del cached[:d]
-                self.stats["shifts"] = self.stats.get("shifts", 0) + 1
+                self.stats["shifts"] += 1
                 return self._sync(ctx)
         if lcp == len(ctx):
             lcp -= 1  # need the hidden state of the last context token: recompute it
@@ -198,6 +198,13 @@ class Predictor:
         cached.extend(new)
         self.stats["forward_tokens"] += len(new)
         return h
+
+    def _begin_pool(self, ctx_text: str, doc: DocLexicon | None) -> None:
+        """Prepare the candidate filter for the word starting after ``ctx_text`` (whose window
+        :meth:`ContextWindow.tokens` has just computed)."""
+        self.pool.begin(context_keys(pieces(ctx_text[-200:])), doc, self.window.idents,
+                        self.window.line_idents)
+        self._pool_doc = doc
 
     def _first_token(self, word: str) -> int:
         t = self._first_cache.get(word)
@@ -248,8 +255,7 @@ class Predictor:
                 self._ctx = ctx
                 self._first_known[:] = False
                 self._line_cache.clear()
-            self.pool.begin(context_keys(pieces(ctx_text[-200:])), doc, self.window.idents)
-            self._pool_doc = doc
+            self._begin_pool(ctx_text, doc)
         words, prior, firsts = self.pool.candidates(typed, self.config.pool_size)
         if not len(words):
             return []

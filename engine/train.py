@@ -114,6 +114,16 @@ def evaluate(model: Model, vx: mx.array, vy: mx.array) -> float:
     return float(np.mean(losses))
 
 
+def _load_checkpoint_weights(model: Model, ckpt_dir: Path) -> bool:
+    """Load the float32 weights, or else the committed bf16 copy; True when float32 were there."""
+    if (ckpt_dir / "weights.safetensors").exists():
+        model.load_weights(str(ckpt_dir / "weights.safetensors"))
+        return True
+    w = mx.load(str(ckpt_dir / "weights.bf16.safetensors"))
+    model.load_weights([(k, v.astype(mx.float32)) for k, v in w.items()])
+    return False
+
+
 def save_checkpoint(ckpt_dir: Path, model: Model, opt, step: int, cfg: TrainConfig, history: list) -> None:
     mx.save_safetensors(str(ckpt_dir / "weights.safetensors"), dict(tree_flatten(model.parameters())))
     state = dict(tree_flatten(opt.state))
@@ -161,16 +171,12 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
     opt = optim.AdamW(learning_rate=cfg.lr, weight_decay=cfg.weight_decay)
     if step:
         opt.init(model.trainable_parameters())
-        if (ckpt_dir / "weights.safetensors").exists():
-            model.load_weights(str(ckpt_dir / "weights.safetensors"))
+        if _load_checkpoint_weights(model, ckpt_dir):
             saved = mx.load(str(ckpt_dir / "optimizer.safetensors"))
             flat = dict(tree_flatten(opt.state))
             flat.update(saved)
             opt.state = tree_unflatten(list(flat.items()))
         else:
-            # the committed copy (see export): bf16 weights, no optimizer moments (they restart)
-            w = mx.load(str(ckpt_dir / "weights.bf16.safetensors"))
-            model.load_weights([(k, v.astype(mx.float32)) for k, v in w.items()])
             log.info("resuming from the committed bf16 weights; AdamW moments start fresh")
         log.info("resumed at step %d", step)
     mx.eval(model.parameters())
@@ -235,11 +241,7 @@ def export(ckpt_dir: Path, out_dir: Path, bits: int = 6, group_size: int = 64,
     meta = json.loads((Path(ckpt_dir) / "state.json").read_text())
     args = ModelArgs.from_dict(meta["model_args"])
     model = Model(args)
-    if (Path(ckpt_dir) / "weights.safetensors").exists():
-        model.load_weights(str(Path(ckpt_dir) / "weights.safetensors"))
-    else:
-        w = mx.load(str(Path(ckpt_dir) / "weights.bf16.safetensors"))
-        model.load_weights([(k, v.astype(mx.float32)) for k, v in w.items()])
+    _load_checkpoint_weights(model, Path(ckpt_dir))
     # A compact copy that git keeps, so training can resume on a new machine (laya train).
     mx.save_safetensors(str(Path(ckpt_dir) / "weights.bf16.safetensors"),
                         {k: v.astype(mx.bfloat16) for k, v in tree_flatten(model.parameters())})
