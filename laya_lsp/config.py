@@ -27,22 +27,24 @@ class InitializationOptions:
     """Options a client may send in ``initialize``'s ``initializationOptions``."""
 
     model_path: str | None = None
-    """Model folder (mlx-lm format). None: the model shipped inside the package."""
+    """Model folder (mlx-lm format). Unset: the model shipped inside the package. A folder that
+    cannot be loaded is reported, and the shipped model is used instead."""
     variant: str = "code"
-    """Engine variant from ``configs/`` (``code`` or ``typing``)."""
+    """Engine variant from ``engine/configs/`` (``code`` or ``typing``)."""
     debounce_ms: int = 0
-    """Wait this long before computing a completion; a newer edit or request on the same document
-    in that window makes the older request answer empty. 0: no wait (one decision takes ~1 ms, so
-    latest-wins alone keeps answers fresh)."""
+    """Milliseconds to wait before computing a completion (0 to 2000); a newer edit or request on
+    the same document in that wait makes the older request answer empty. 0: no wait (a decision
+    takes a few milliseconds, and a newer request already replaces an older one)."""
     max_items: int = 20
-    """Most items in one completion list."""
+    """Most items in one completion list (0 to 1000)."""
     enable_inline: bool = True
     """Answer ``textDocument/inlineCompletion`` with the rest-of-line continuation."""
     log_level: str = "info"
-    """``debug``, ``info``, ``warning`` or ``error`` (stderr; ``window/logMessage`` gets warnings
-    and errors, or only errors at ``error``)."""
+    """``debug``, ``info``, ``warning`` or ``error``. The server's log at this level goes to the
+    editor's log (``window/logMessage``: the Output panel in VS Code, ``:LspLog`` in Neovim); over
+    stdio, stderr carries only errors."""
     backend: str | None = None
-    """Override the variant's backend: ``numpy``, ``mlx`` or ``auto``."""
+    """Override the variant's backend: ``numpy``, ``mlx`` or ``auto``. Unset: the variant's."""
 
 
 def _camel(name: str) -> str:

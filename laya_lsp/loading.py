@@ -5,6 +5,11 @@ as two engine jobs, load then warm-up. The engine (numpy, MLX) is imported insid
 so the server answers ``initialize`` after importing only pygls and lsprotocol. Progress and
 error messages wait for ``initialized``: before its ``initialize`` result a server may not send
 ``window/workDoneProgress/create``.
+
+A bad ``variant``, ``modelPath`` or ``backend`` costs only that option, as the README promises:
+the load is tried again with it at its default (an unknown variant becomes ``code``, a model
+folder that cannot be loaded becomes the shipped model), and the reason is shown as a warning.
+Completions are off only when the shipped model itself cannot be loaded.
 """
 
 from __future__ import annotations
@@ -17,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
+from .config import InitializationOptions
 from .scheduling import await_job
 
 if TYPE_CHECKING:
-    from .config import InitializationOptions
     from .server import LayaServer
 
 log = logging.getLogger(__name__)
@@ -42,6 +47,8 @@ class ModelHandle:
         """Resolves when the model files are read (before the warm-up)."""
         self.task: asyncio.Task | None = None
         """Resolves to the predictor, or None when loading failed; never raises."""
+        self.fallbacks: list[str] = []
+        """One message per option that could not be used and fell back to its default."""
 
     def start(self, ls: LayaServer, options: InitializationOptions) -> None:
         """Queue the load and warm-up jobs. Call on the event loop, once."""
@@ -51,21 +58,46 @@ class ModelHandle:
 
     async def _load(self, ls: LayaServer, options: InitializationOptions) -> Any | None:
         t0 = time.perf_counter()
-        try:
-            predictor = await await_job(ls.bridge.submit(
-                _load_job, self, options.model_path, options.variant, options.backend))
-            self.loaded.set_result(True)
-            await await_job(ls.bridge.submit(_warmup_job, predictor))
-        except Exception as e:  # noqa: BLE001 - reported to the user, the server stays up
-            self.predictor = None
-            self.error = _describe(e)
-            if not self.loaded.done():
-                self.loaded.set_result(False)
-            log.error("model not loaded: %s", self.error)
-            return None
+        model_path, variant, backend = options.model_path, options.variant, options.backend
+        while True:
+            try:
+                if variant != DEFAULT.variant:
+                    await await_job(ls.bridge.submit(_variant_job, variant))
+                predictor = await await_job(ls.bridge.submit(
+                    _load_job, self, model_path, variant, backend))
+                if not self.loaded.done():
+                    self.loaded.set_result(True)
+                await await_job(ls.bridge.submit(_warmup_job, predictor))
+                break
+            except Exception as e:  # noqa: BLE001 - reported to the user, the server stays up
+                self.predictor = None
+                reason = _describe(e)
+                # the option at fault falls back to its default and the load is tried again
+                if variant != DEFAULT.variant and isinstance(e, _VariantError):
+                    self._fall_back(f"variant {variant!r}: {reason}; using {DEFAULT.variant!r}")
+                    variant = DEFAULT.variant
+                elif model_path is not None:
+                    self._fall_back(f"modelPath: {reason}; using the model shipped inside the package")
+                    model_path = None
+                elif backend is not None:
+                    self._fall_back(f"backend {backend!r}: {reason}; using the variant's backend")
+                    backend = None
+                elif variant != DEFAULT.variant:  # e.g. a variant that ships no model
+                    self._fall_back(f"variant {variant!r}: {reason}; using {DEFAULT.variant!r}")
+                    variant = DEFAULT.variant
+                else:
+                    self.error = reason
+                    if not self.loaded.done():
+                        self.loaded.set_result(False)
+                    log.error("model not loaded: %s", self.error)
+                    return None
         self.load_ms = (time.perf_counter() - t0) * 1e3
         log.info("model ready in %.0f ms", self.load_ms)
         return predictor
+
+    def _fall_back(self, message: str) -> None:
+        self.fallbacks.append(message)
+        log.warning("%s", message)
 
     async def wait(self) -> Any | None:
         """The predictor once loaded and warm; None if loading failed or never started."""
@@ -73,6 +105,23 @@ class ModelHandle:
             return None
         # shield: a cancelled request must not cancel the load it waits for
         return await asyncio.shield(self.task)
+
+
+DEFAULT = InitializationOptions()
+
+
+class _VariantError(Exception):
+    """The ``variant`` option names no usable variant file."""
+
+
+def _variant_job(variant: str) -> None:
+    """Engine thread: read the variant file, so a bad ``variant`` is told apart from a bad model."""
+    from engine.config import load_variant
+
+    try:
+        load_variant(variant)
+    except (OSError, ValueError) as e:
+        raise _VariantError(str(e)) from e
 
 
 def _describe(e: BaseException) -> str:
@@ -121,6 +170,9 @@ async def report_loading(ls: LayaServer) -> None:
     if token:
         done = f"ready in {handle.load_ms:.0f} ms" if predictor is not None else "model not loaded"
         progress.end(token, types.WorkDoneProgressEnd(message=done))
+    if handle.fallbacks:
+        ls.window_show_message(types.ShowMessageParams(
+            type=types.MessageType.Warning, message="Laya: " + "; ".join(handle.fallbacks)))
     if predictor is None:
         ls.window_show_message(types.ShowMessageParams(
             type=types.MessageType.Error,

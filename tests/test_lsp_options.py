@@ -128,40 +128,48 @@ async def test_cancel_during_debounce_gives_request_cancelled(client: LanguageCl
     assert len(after.items) > 0
 
 
-# --- a model that cannot be loaded ---------------------------------------------------------------
+# --- a model or variant that cannot be used: that option falls back to its default -----------
 
-@pytest_lsp.fixture(scope="module", params=["missing", "corrupt"], config=CONFIG)
+BAD_MODEL_OPTIONS = {
+    # case: (initializationOptions, text the warning must hold, besides the file at fault)
+    "missing": ({"modelPath": "{folder}"}, "using the model shipped inside the package"),
+    "corrupt": ({"modelPath": "{folder}"}, "using the model shipped inside the package"),
+    "empty": ({"modelPath": "{folder}"}, "using the model shipped inside the package"),
+    "unknown-variant": ({"variant": "nosuch"}, "using 'code'"),
+    "variant-without-model": ({"variant": "typing"}, "using 'code'"),
+}
+
+
+@pytest_lsp.fixture(scope="module", params=sorted(BAD_MODEL_OPTIONS), config=CONFIG)
 async def broken(request, lsp_client: LanguageClient):
     folder = request.getfixturevalue("tmp_path_factory").mktemp("model") / "laya-broken"
-    lsp_client.named = str(folder)  # what the error message must name
-    if request.param == "corrupt":
+    options, lsp_client.fallback = BAD_MODEL_OPTIONS[request.param]
+    lsp_client.named = {"missing": str(folder), "corrupt": str(folder / "config.json"),
+                        "empty": str(folder), "unknown-variant": "nosuch",
+                        "variant-without-model": "typing"}[request.param]  # what the warning names
+    if request.param in ("corrupt", "empty"):
         folder.mkdir()
+    if request.param == "corrupt":
         (folder / "config.json").write_text("{ not json", encoding="utf-8")
-        lsp_client.named = str(folder / "config.json")
     await lsp_client.initialize_session(types.InitializeParams(
         capabilities=client_capabilities("visual-studio-code"),
-        initialization_options={"modelPath": str(folder)}))
+        initialization_options={k: v.format(folder=folder) for k, v in options.items()}))
     yield
     await lsp_client.shutdown_session()
 
 
-async def test_load_failure_is_shown_naming_the_file(broken: LanguageClient):
-    named = broken.named
+async def test_bad_model_option_is_shown_and_falls_back(broken: LanguageClient):
     msg = await eventually(lambda: next((m for m in broken.messages
-                                         if m.type == types.MessageType.Error), None))
-    assert named in msg.message, msg.message
+                                         if m.type == types.MessageType.Warning), None))
+    assert broken.named in msg.message, msg.message
+    assert broken.fallback in msg.message, msg.message
     (reports,) = [r for r in broken.progress_reports.values() if r]
-    assert isinstance(reports[-1], types.WorkDoneProgressEnd)
-    assert reports[-1].message == "model not loaded"
+    await eventually(lambda: isinstance(reports[-1], types.WorkDoneProgressEnd))
+    assert reports[-1].message.startswith("ready in"), reports[-1]
+    assert not [m for m in broken.messages if m.type == types.MessageType.Error], broken.messages
 
 
-async def test_without_a_model_completions_are_empty_and_the_server_stays_up(broken: LanguageClient):
+async def test_after_a_fallback_completions_work(broken: LanguageClient):
     uri = open_doc(broken, "import os\nos.pa")
-    for _ in range(2):
-        result = await completion(broken, uri, 1, 5)
-        assert result.is_incomplete and len(result.items) == 0
-    inline = await broken.text_document_inline_completion_async(types.InlineCompletionParams(
-        context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Invoked),
-        text_document=types.TextDocumentIdentifier(uri=uri),
-        position=types.Position(line=1, character=5)))
-    assert len(inline.items) == 0
+    result = await completion(broken, uri, 1, 5)
+    assert result.items and all(i.label.startswith("pa") for i in result.items)

@@ -105,6 +105,16 @@ def test_vscode_types_and_choices(vscode_settings):
             assert "enum" not in setting, name
 
 
+def test_vscode_bounds_are_the_servers(vscode_settings):
+    # the settings UI refuses what the server would refuse (laya_lsp/config.py's bounds)
+    for field_name in set(config._LOWER_BOUNDS) | set(config._UPPER_BOUNDS):
+        setting = vscode_settings[f"laya.{config._camel(field_name)}"]
+        assert setting.get("minimum") == config._LOWER_BOUNDS.get(field_name), field_name
+        assert setting.get("maximum") == config._UPPER_BOUNDS.get(field_name), field_name
+    for name, setting in vscode_settings.items():
+        assert setting.get("scope") in ("window", "machine-overridable"), name
+
+
 def test_vscode_descriptions_are_the_docstrings(vscode_settings):
     docs = _docstrings()
     assert set(docs) == set(OPTION_NAMES), "every option needs a docstring in laya_lsp/config.py"
