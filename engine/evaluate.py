@@ -2,10 +2,15 @@
 
 Protocol (the same in-process and through the server, ``--through-server``):
 
-* Files come from the eval split (packages never seen in training, ``corpus/manifest.json``); each
-  is typed top to bottom, so the "document" at any point is the text before the cursor.
-* Every identifier of at least 2 characters is a target: Python's own ``tokenize`` NAME tokens
-  (keywords included, since they are typed the same way), so words inside comments and strings,
+* Files come from whole held-out packages of each language (``corpus/manifest.json``): the
+  ``eval`` split for reported numbers, the ``tune`` split for tuning ranking weights (the code
+  takes one or the other, never both). Each file is typed top to bottom, so the "document" at any
+  point is the text before the cursor.
+* Workspace mode (``--workspace``): the rest of the typed file's package is the user's workspace
+  (every other file of that package; the typed files are removed from it, as new files would be).
+* Every identifier of at least 2 characters is a target: in Python, ``tokenize``'s NAME tokens;
+  in the other languages, the Name and Keyword tokens of Pygments' lexer for the language
+  (keywords included, since they are typed the same way). Words inside comments and strings,
   which are prose rather than identifiers, are not targets (they are still typed, and still
   context for the model). With ``c`` characters of it typed
   (``c = 0`` is the boundary before it) the completer is asked for items; a client ranks them as
@@ -60,13 +65,15 @@ HEADER = ("completer        saved      top1@0 top5@0  top1@1 top5@1  top1@2 top5
           "                 (share of identifier characters; accuracies in %)")
 
 
-def targets(text: str):
-    """``(start offset, identifier)`` for every NAME token of 2+ characters.
+def targets(text: str, language: str = "python"):
+    """``(start offset, identifier)`` for every identifier token of 2+ characters.
 
-    A text cut inside a string or bracket (held-out files are cut at ``--max-chars``) keeps the
-    NAME tokens read before the point where Python's tokenizer gives up; the unterminated rest is
-    not code.
+    Python: ``tokenize`` NAME tokens. A text cut inside a string or bracket (held-out files are cut
+    at ``--max-chars``) keeps the NAME tokens read before the point where Python's tokenizer gives
+    up; the unterminated rest is not code. Other languages: Pygments' Name and Keyword tokens.
     """
+    if language != "python":
+        return _pygments_targets(text, language)
     import io
     import tokenize
 
@@ -82,6 +89,19 @@ def targets(text: str):
                 out.append((line_starts[row - 1] + col, tok.string))
     except (tokenize.TokenError, IndentationError, SyntaxError):
         pass
+    return out
+
+
+def _pygments_targets(text: str, language: str):
+    from pygments.lexers import get_lexer_by_name
+    from pygments.token import Keyword, Name
+
+    lexer = get_lexer_by_name(language, stripnl=False, ensurenl=False)
+    out = []
+    for start, ttype, value in lexer.get_tokens_unprocessed(text):
+        value = value.removesuffix("!")  # a Rust macro call: the name is typed, then the "!"
+        if (ttype in Name or ttype in Keyword) and len(value) >= 2 and IDENT.fullmatch(value):
+            out.append((start, value))
     return out
 
 
@@ -109,10 +129,10 @@ class WordCompletion:
 
 
 def score_file(text: str, ask, score: Score, baseline: WordCompletion | None = None,
-               bscore: Score | None = None, on_refresh=None) -> None:
+               bscore: Score | None = None, on_refresh=None, language: str = "python") -> None:
     """Replay one file. ``ask(prefix) -> list[str]`` returns ranked identifier items."""
     last_refresh = 0
-    for start, word in targets(text):
+    for start, word in targets(text, language):
         if on_refresh and start - last_refresh >= REFRESH_CHARS:
             on_refresh(text[:start])
             last_refresh = start
@@ -142,101 +162,165 @@ def score_file(text: str, ask, score: Score, baseline: WordCompletion | None = N
                     break
 
 
-def pick_files(corpus_dir: Path, n: int, max_chars: int, seed: int = 0,
-               exclude: set[str] = frozenset()) -> list[tuple[str, str]]:
-    """``n`` held-out files (name, text cut to ``max_chars`` at a line end), one package after another.
+@dataclass
+class EvalFile:
+    """One file to type: its language, name (``package/path``), text, and its package's folder."""
 
-    Skips tests, files under 2 KB, the copies wheels keep under ``*.data/`` and ``exclude`` names
-    (so a tuning set can be kept apart from the reported one).
+    language: str
+    name: str
+    text: str
+    package_dir: Path
+
+
+def pick_files(corpus_dir: Path, n: int, max_chars: int, seed: int = 0, split: str = "eval",
+               languages=None) -> list[EvalFile]:
+    """``n`` files per language of one held-out split, cut to ``max_chars`` at a line end, one
+    package after another.
+
+    Skips tests, files under 2 KB and the copies wheels keep under ``*.data/``.
+
+    Args:
+        split: ``"eval"`` (the reported numbers) or ``"tune"`` (what ranking weights are tuned on).
+        languages: names to include (all present when None).
+
+    Raises:
+        ValueError: ``split`` is not a held-out split.
     """
     from .corpus import iter_files
 
-    by_pkg: dict[str, list[Path]] = {}
-    for pkg, f in iter_files(corpus_dir, "eval"):
-        rel = f"{pkg}/{f.relative_to(corpus_dir / 'eval' / pkg)}"
-        if f.stat().st_size > 2000 and "test" not in f.name and ".data/" not in rel and rel not in exclude:
-            by_pkg.setdefault(pkg, []).append(f)
-    rnd = random.Random(seed)
-    for v in by_pkg.values():
-        rnd.shuffle(v)
+    if split not in ("eval", "tune"):
+        raise ValueError(f"split {split!r}: files are picked from the held-out splits eval or tune only")
+    by_lang: dict[str, dict[str, list[Path]]] = {}
+    for lang, pkg, f in iter_files(corpus_dir, split, languages):
+        rel = f"{pkg}/{f.relative_to(corpus_dir / split / lang / pkg)}"
+        if f.stat().st_size > 2000 and "test" not in f.name and ".data/" not in rel:
+            by_lang.setdefault(lang, {}).setdefault(pkg, []).append(f)
     out = []
-    pkgs = sorted(by_pkg)
-    i = 0
-    while len(out) < n and any(by_pkg.values()):
-        pkg = pkgs[i % len(pkgs)]
-        i += 1
-        if by_pkg[pkg]:
-            f = by_pkg[pkg].pop()
-            text = f.read_text("utf-8").replace("\r\n", "\n")
-            if len(text) > max_chars:
-                text = text[: text.rfind("\n", 0, max_chars) + 1]
-            out.append((f"{pkg}/{f.relative_to(corpus_dir / 'eval' / pkg)}", text))
+    for lang, by_pkg in sorted(by_lang.items()):
+        rnd = random.Random(seed)
+        for v in by_pkg.values():
+            rnd.shuffle(v)
+        pkgs = sorted(by_pkg)
+        i = taken = 0
+        while taken < n and any(by_pkg.values()):
+            pkg = pkgs[i % len(pkgs)]
+            i += 1
+            if by_pkg[pkg]:
+                f = by_pkg[pkg].pop()
+                text = f.read_text("utf-8").replace("\r\n", "\n")
+                if len(text) > max_chars:
+                    text = text[: text.rfind("\n", 0, max_chars) + 1]
+                pkg_dir = corpus_dir / split / lang / pkg
+                out.append(EvalFile(lang, f"{pkg}/{f.relative_to(pkg_dir)}", text, pkg_dir))
+                taken += 1
     return out
 
 
-def evaluate_in_process(files, predictor) -> tuple[Score, Score, float]:
-    """Score the engine and the baseline on ``files``; returns ``(engine, baseline, seconds)``."""
-    eng, base = Score(), Score()
+def workspace_files(f: EvalFile, typed: set[str]) -> list[tuple[str, str]]:
+    """``(relative path, text)`` of the workspace for ``f``: its package's other source files of
+    its language, less every file being typed (``typed``: ``package/path`` names)."""
+    from .corpus import read_text
+    from .languages import BY_NAME
+
+    lang = BY_NAME[f.language]
+    out = []
+    pkg = f.package_dir.name
+    for p in sorted(f.package_dir.rglob("*")):
+        rel = p.relative_to(f.package_dir).as_posix()
+        if p.is_file() and f"{pkg}/{rel}" not in typed and p.name.lower().endswith(lang.extensions):
+            out.append((rel, read_text(p)))
+    return out
+
+
+def evaluate_in_process(files: list[EvalFile], predictor, workspace: bool = False):
+    """Score the engine and the baseline per language; returns ``({lang: (engine, baseline)}, seconds)``."""
+    scores: dict[str, tuple[Score, Score]] = {}
+    typed = {f.name for f in files}
     t0 = time.perf_counter()
-    for name, text in files:
-        doc = f"file:///{name}"
+    for f in files:
+        eng, base = scores.setdefault(f.language, (Score(), Score()))
+        doc = f"file:///{f.name}"
+        if workspace:
+            texts = [t for _, t in workspace_files(f, typed)]
+            predictor.set_workspace(predictor.build_workspace({f.language: texts}))
         predictor.reset()
-        predictor.observe_document(doc, "")
+        predictor.observe_document(doc, "", f.language)
 
         def ask(prefix, doc=doc):
             return [c.text for c in predictor.predict(prefix, doc_id=doc, max_items=20) if c.kind != "line"]
 
-        score_file(text, ask, eng, WordCompletion(), base,
-                   on_refresh=lambda t, doc=doc: predictor.observe_document(doc, t))
-        log.info("%s done (%.0f s)", name, time.perf_counter() - t0)
-    return eng, base, time.perf_counter() - t0
+        score_file(f.text, ask, eng, WordCompletion(), base, language=f.language,
+                   on_refresh=lambda t, doc=doc, lang=f.language: predictor.observe_document(doc, t, lang))
+        predictor.forget_document(doc)
+        log.info("%s done (%.0f s)", f.name, time.perf_counter() - t0)
+    if workspace:
+        predictor.set_workspace({})
+    return scores, time.perf_counter() - t0
 
 
-def pool_recall(files, predictor, size: int | None = None) -> float:
-    """Share of identifier occurrences (at the boundary, 0 typed) that are in the candidate pool."""
-    hit = total = 0
+def pool_recall(files: list[EvalFile], predictor, size: int | None = None) -> dict[str, float]:
+    """Per language, the share of identifier occurrences (at the boundary, 0 typed) that are in the
+    candidate pool."""
+    hits: dict[str, list[int]] = {}
     size = size or predictor.config.pool_size
-    for name, text in files:
-        doc = f"file:///{name}"
+    for f in files:
+        doc = f"file:///{f.name}"
         last = 0
-        predictor.observe_document(doc, "")
-        for start, word in targets(text):
-            if start - last >= REFRESH_CHARS:
-                predictor.observe_document(doc, text[:start])
-                last = start
-            predictor.window.tokens(text[:start])
-            predictor._begin_pool(text[:start], predictor._docs.get(doc))
-            words, _, _ = predictor.pool.candidates("", size)
-            total += 1
-            hit += word in {words[i] for i in range(len(words))}
+        hit_total = hits.setdefault(f.language, [0, 0])
         predictor.reset()
-    return hit / max(1, total)
+        predictor.observe_document(doc, "", f.language)
+        predictor.predict("", doc_id=doc, max_items=1)  # selects the document's language pool
+        for start, word in targets(f.text, f.language):
+            if start - last >= REFRESH_CHARS:
+                predictor.observe_document(doc, f.text[:start], f.language)
+                last = start
+            predictor.window.tokens(f.text[:start])
+            predictor._begin_pool(f.text[:start], predictor._docs.get(doc))
+            words, _, _ = predictor.pool.candidates("", size)
+            hit_total[1] += 1
+            hit_total[0] += word in {words[i] for i in range(len(words))}
+        predictor.forget_document(doc)
+    predictor.reset()
+    return {k: h / max(1, t) for k, (h, t) in hits.items()}
+
+
+def report(scores: dict[str, tuple[Score, Score]], recall: dict[str, float] | None = None) -> str:
+    """The per-language table: engine and word completion rows, pool recall."""
+    lines = [HEADER]
+    for lang, (eng, base) in sorted(scores.items()):
+        r = f"   pool recall {100 * recall[lang]:.1f}%" if recall and lang in recall else ""
+        lines.append(f"[{lang}] {eng.chars} identifier characters{r}")
+        lines.append(eng.row("  laya"))
+        lines.append(base.row("  word completion"))
+    return "\n".join(lines)
 
 
 def main(a) -> int:
     from .predictor import Predictor
 
-    files = pick_files(Path(a.corpus), a.files, a.max_chars, seed=a.seed)
+    files = pick_files(Path(a.corpus), a.files, a.max_chars, seed=a.seed, split=a.split,
+                       languages=a.languages.split(",") if a.languages else None)
     if not files:
-        print(f"no eval files under {a.corpus}/eval: run `laya corpus` first", file=sys.stderr)
+        print(f"no {a.split} files under {a.corpus}/{a.split}: run `laya corpus` first", file=sys.stderr)
         return 2
     p = Predictor.load(a.model)
     p.warmup()
-    nchars = sum(len(t) for _, t in files)
-    print(f"held-out files: {len(files)} ({nchars} chars): " + ", ".join(n for n, _ in files))
-    if a.through_server:
-        from laya_client.replay import evaluate_through_server
+    nchars = sum(len(f.text) for f in files)
+    print(f"{a.split} files: {len(files)} ({nchars} chars): " + ", ".join(f"{f.language}:{f.name}" for f in files))
+    modes = {"without workspace": False, "with workspace": True}
+    if a.workspace == "off":
+        modes = {"without workspace": False}
+    elif a.workspace == "only":
+        modes = {"with workspace": True}
+    for title, ws in modes.items():
+        if a.through_server:
+            from laya_client.replay import evaluate_through_server
 
-        eng, base, secs = evaluate_through_server(files, model=a.model)
-        where = "through the LSP server (stdio)"
-    else:
-        eng, base, secs = evaluate_in_process(files, p)
-        where = "in process"
-    print(f"\nkeystrokes saved and next-identifier accuracy, {where}, {secs:.0f} s")
-    print(HEADER)
-    print(eng.row("laya"))
-    print(base.row("word completion"))
-    recall = pool_recall(files, p)
-    print(f"\ncandidate pool recall at pool size {p.config.pool_size} (identifier at a boundary in the pool): "
-          f"{100 * recall:.1f}%")
+            scores, secs = evaluate_through_server(files, model=a.model, workspace=ws)
+            where = "through the LSP server (stdio)"
+        else:
+            scores, secs = evaluate_in_process(files, p, workspace=ws)
+            where = "in process"
+        print(f"\nkeystrokes saved and next-identifier accuracy, {title}, {where}, {secs:.0f} s")
+        print(report(scores, pool_recall(files, p) if not ws else None))
     return 0

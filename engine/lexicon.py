@@ -37,11 +37,6 @@ corpus trigram/bigram/unigram (they sum to 1)."""
 CONFIDENCE = 1.0
 """A document n-gram context seen ``n`` times gets ``n / (n + CONFIDENCE)`` of its weight."""
 
-KEYWORDS = frozenset(
-    "False None True and as assert async await break class continue def del elif else except finally "
-    "for from global if import in is lambda nonlocal not or pass raise return try while with yield "
-    "match case self cls".split()
-)
 
 
 def pieces(text: str) -> list[str]:
@@ -134,6 +129,27 @@ class CorpusLexicon:
         hi = bisect.bisect_left(self.words, prefix + "\U0010ffff", lo)
         return lo, hi
 
+    PARTS = ("words", "counts", "first_tokens", "bi_keys", "bi_offsets", "bi_ix", "bi_cnt",
+             "tri_keys", "tri_offsets", "tri_ix", "tri_cnt")
+
+    @classmethod
+    def check(cls, path: Path) -> None:
+        """Check that ``path`` is a readable lexicon file without loading its arrays.
+
+        Raises:
+            ValueError: naming the file when it is not a zip archive holding every part.
+        """
+        import zipfile
+
+        try:
+            with zipfile.ZipFile(path) as z:
+                names = {n.removesuffix(".npy") for n in z.namelist()}
+        except (OSError, zipfile.BadZipFile) as e:
+            raise ValueError(f"lexicon file {path} is corrupt: {e}") from e
+        missing = [p for p in cls.PARTS if p not in names]
+        if missing:
+            raise ValueError(f"lexicon file {path} is corrupt: it lacks {', '.join(missing)}")
+
     @classmethod
     def load(cls, path: Path) -> "CorpusLexicon":
         """Read ``lexicon.npz``.
@@ -148,6 +164,11 @@ class CorpusLexicon:
             raise ValueError(f"lexicon file {path} is corrupt: {e}") from e
         except Exception as e:  # zipfile.BadZipFile and friends
             raise ValueError(f"lexicon file {path} is corrupt: {e}") from e
+
+    @classmethod
+    def from_texts(cls, texts, tokenizer, **kw) -> "CorpusLexicon":
+        """Count ``texts`` (e.g. a workspace's files) into a lexicon (see :meth:`build`)."""
+        return cls(cls.build(texts, tokenizer, **kw))
 
     @staticmethod
     def build(texts, tokenizer, max_words: int = 150000, top_per_context: int = 128,
@@ -192,6 +213,65 @@ class CorpusLexicon:
         return out
 
 
+def merge_lexicons(corpus: CorpusLexicon | None, extra: CorpusLexicon, weight: float = 1.0) -> CorpusLexicon:
+    """One lexicon holding ``corpus`` and ``extra`` (the workspace), as arrays.
+
+    ``extra``'s counts are scaled so that its total is ``weight`` times the corpus total, then
+    added: a workspace of 2,000 identifier occurrences weighs as much as a corpus of 20 million.
+    The n-gram tables are merged per context (counts scaled the same way, summed per word). Costs ~0.1-0.3 s for a 150k-word corpus; run it off the engine
+    thread.
+
+    Args:
+        corpus: the shipped lexicon of the language, or None (then ``extra`` alone).
+        extra: the other counts.
+        weight: ``extra``'s share of unigram mass relative to ``corpus``.
+
+    Returns:
+        A new :class:`CorpusLexicon`; neither input is changed.
+    """
+    if corpus is None or not len(corpus.words):
+        return extra
+    if not len(extra.words):
+        return corpus
+    scale = weight * corpus.total / max(1.0, extra.total)
+    words = sorted(set(corpus.words).union(extra.words))
+    index = {w: i for i, w in enumerate(words)}
+    cmap = np.fromiter((index[w] for w in corpus.words), np.int64, len(corpus.words))
+    emap = np.fromiter((index[w] for w in extra.words), np.int64, len(extra.words))
+    counts = np.zeros(len(words))
+    counts[cmap] += corpus.counts
+    counts[emap] += scale * extra.counts
+    firsts = np.zeros(len(words), np.int64)
+    firsts[cmap] = corpus.first_tokens
+    firsts[emap] = extra.first_tokens
+    arrays = {"words": _join(words), "counts": counts, "first_tokens": firsts}
+    for name in ("bi", "tri"):
+        a, b = getattr(corpus, name), getattr(extra, name)
+        keys = list(a.index)
+        kid = dict(a.index)
+        for k in b.index:
+            if k not in kid:
+                kid[k] = len(keys)
+                keys.append(k)
+        ka = np.repeat(np.arange(len(a)), np.diff(a.offsets))
+        bk = np.fromiter((kid[k] for k in b.index), np.int64, len(b))  # b's key order -> merged key id
+        kb = bk[np.repeat(np.arange(len(b)), np.diff(b.offsets))]
+        key = np.concatenate([ka, kb])
+        word = np.concatenate([cmap[a.ix], emap[b.ix]])
+        cnt = np.concatenate([a.cnt, scale * b.cnt])
+        code, inv = np.unique(key * len(words) + word, return_inverse=True)
+        cnt = np.bincount(inv, weights=cnt, minlength=len(code))
+        key, word = code // len(words), code % len(words)
+        order = np.lexsort((-cnt, key))
+        key, word, cnt = key[order], word[order], cnt[order]
+        offsets = np.concatenate([[0], np.cumsum(np.bincount(key, minlength=len(keys)))])
+        arrays[f"{name}_keys"] = _join(keys)
+        arrays[f"{name}_offsets"] = offsets
+        arrays[f"{name}_ix"] = word
+        arrays[f"{name}_cnt"] = cnt
+    return CorpusLexicon(arrays)
+
+
 class PoolBuilder:
     """Builds candidate pools with NumPy: per context once (:meth:`begin`), per keystroke cheaply.
 
@@ -225,9 +305,9 @@ class PoolBuilder:
 
     def doc_arrays(self, doc: DocLexicon):
         """Sorted words and aligned arrays of a document (computed once per document version)."""
-        arr = doc._arrays
-        if arr is not None:
-            return arr
+        cached = doc._arrays
+        if cached is not None and cached[0] is self.corpus:
+            return cached[1]
         words = sorted(doc.uni)
         counts = np.fromiter((doc.uni[w] for w in words), np.float64, len(words))
         c = self.corpus
@@ -247,7 +327,7 @@ class PoolBuilder:
         for i in np.flatnonzero(firsts < 0).tolist():
             firsts[i] = self.first_token(words[i])
         arr = (words, {w: i for i, w in enumerate(words)}, counts, ccount, in_doc, firsts, to_doc)
-        doc._arrays = arr
+        doc._arrays = (self.corpus, arr)  # valid for this corpus lexicon only (languages differ)
         return arr
 
     def begin(self, keys, doc: DocLexicon | None, window: Counter | None, line: list[str] = ()) -> None:

@@ -31,7 +31,8 @@ import numpy as np
 
 from .config import EngineConfig, load_variant, model_path
 from .context import ContextWindow, LineCache
-from .lexicon import KEYWORDS, CorpusLexicon, DocLexicon, PoolBuilder, context_keys, pieces
+from .languages import BY_NAME, UNKNOWN, Language
+from .lexicon import CorpusLexicon, DocLexicon, PoolBuilder, context_keys, merge_lexicons, pieces
 from .model_io import ModelLoadError
 from .text import word_prefix
 from .tokenizer import EOS, load_tokenizer
@@ -46,11 +47,26 @@ FULL_HEAD_MAX_VOCAB = 8192
 class Predictor:
     """Ranked completions for the text before (and after) the cursor."""
 
-    def __init__(self, backend, tokenizer, lexicon: CorpusLexicon | None, config: EngineConfig,
+    def __init__(self, backend, tokenizer, lexicons: dict[str, CorpusLexicon | Path], config: EngineConfig,
                  folder: Path | None = None):
+        """
+        Args:
+            backend: the decoder (``engine.backends``).
+            tokenizer: its ``tokenizers.Tokenizer``.
+            lexicons: corpus candidate filter per language name (``engine.languages``), loaded
+                or as the path of its ``lexicon-<language>.npz`` (then loaded when a document of
+                that language first needs it: each costs tens of MB in memory); a language
+                without one gets the document's and the workspace's words only.
+            config: the engine variant.
+            folder: the model folder it came from (for messages).
+        """
         self.backend = backend
         self.tok = tokenizer
-        self.lexicon = lexicon
+        self.lexicons = dict(lexicons)
+        self._workspace: dict[str, CorpusLexicon] = {}
+        self._pools: dict[str, PoolBuilder] = {}
+        self._doc_lang: dict[str, Language] = {}
+        self.language: Language = UNKNOWN
         self.config = config
         self.folder = folder
         self.eos = tokenizer.token_to_id(EOS)
@@ -63,7 +79,7 @@ class Predictor:
         self._hidden: np.ndarray | None = None
         self._first_logits = np.zeros(tokenizer.get_vocab_size())
         self._first_known = np.zeros(tokenizer.get_vocab_size(), bool)
-        self.pool = PoolBuilder(lexicon, self._first_token)
+        self.pool = self._pool_for(BY_NAME["python"] if "python" in self.lexicons else UNKNOWN)
         self._first_cache: dict[str, int] = {}
         self._line_cache: dict[tuple, str] = {}
         self._pool_doc: DocLexicon | None = None
@@ -108,14 +124,17 @@ class Predictor:
         if tok.get_vocab_size() != b.args.vocab_size:
             raise ModelLoadError(f"{folder / 'tokenizer.json'} has {tok.get_vocab_size()} tokens but "
                                  f"config.json says vocab_size={b.args.vocab_size}")
-        lex_path = folder / "lexicon.npz"
-        lexicon = None
-        if lex_path.exists():
-            try:
-                lexicon = CorpusLexicon.load(lex_path)
-            except ValueError as e:
-                raise ModelLoadError(str(e)) from e
-        p = cls(b, tok, lexicon, cfg, folder)
+        lexicons: dict[str, Path] = {}
+        for lex_path in sorted(folder.glob("lexicon*.npz")):
+            # lexicon-<language>.npz; a model folder of the first release has one lexicon.npz (Python)
+            name = lex_path.stem.partition("-")[2] or "python"
+            if name in BY_NAME:
+                try:
+                    CorpusLexicon.check(lex_path)  # cheap (zip directory); loaded on first use
+                except ValueError as e:
+                    raise ModelLoadError(str(e)) from e
+                lexicons[name] = lex_path
+        p = cls(b, tok, lexicons, cfg, folder)
         log.info("loaded %s (%s backend) in %.0f ms", folder, b.name, (time.perf_counter() - t0) * 1e3)
         return p
 
@@ -142,15 +161,85 @@ class Predictor:
         self.doc_id = None
         mx.clear_cache()
 
-    def observe_document(self, doc_id: str, text: str) -> None:
+    def observe_document(self, doc_id: str, text: str, language: str | Language | None = None) -> None:
         """(Re)build the online n-gram of an open document from its text.
 
         The server runs this as a background job (about once a second while a document changes);
         the sorted arrays the pool needs are built here too, so no keystroke pays for them.
-        """
-        self.set_document(doc_id, self.build_document(text))
 
-    def build_document(self, text: str) -> DocLexicon:
+        Args:
+            doc_id: the document (its URI in the server).
+            text: its whole text.
+            language: its language (a name of ``engine.languages`` or a ``Language``); None keeps
+                the one set before, else Python when the model has a Python lexicon.
+        """
+        self.set_document(doc_id, self.build_document(text, language), language)
+
+    # ----------------------------------------------------------------- languages and workspace
+    def corpus_lexicon(self, name: str) -> CorpusLexicon | None:
+        """The shipped lexicon of a language, loaded on first use (None if there is none or it
+        fails to load; the failure is logged with the file's name)."""
+        lex = self.lexicons.get(name)
+        if isinstance(lex, Path):
+            try:
+                lex = CorpusLexicon.load(lex)
+            except ValueError as e:
+                log.error("%s", e)
+                lex = None
+            self.lexicons[name] = lex
+        return lex
+
+    def _pool_for(self, lang: Language) -> PoolBuilder:
+        pool = self._pools.get(lang.name)
+        if pool is None:
+            lex = self._workspace.get(lang.name) or self.corpus_lexicon(lang.name)
+            pool = self._pools[lang.name] = PoolBuilder(lex, self._first_token)
+        return pool
+
+    def _language(self, language) -> Language:
+        if isinstance(language, Language):
+            return language
+        return BY_NAME.get(language or "", UNKNOWN)
+
+    def language_of(self, doc_id: str | None) -> Language:
+        """The language a document was registered with (Python for unregistered ones when the
+        model has a Python lexicon, as the first release assumed)."""
+        lang = self._doc_lang.get(doc_id) if doc_id is not None else None
+        if lang is None:
+            return BY_NAME["python"] if "python" in self.lexicons else UNKNOWN
+        return lang
+
+    def build_workspace(self, texts: dict[str, list[str]], weight: float = 1.0) -> dict[str, CorpusLexicon]:
+        """Count a workspace's files, per language, merged into each language's corpus lexicon.
+
+        Touches no model state, so it may (and should: ~0.1-1 s) run off the engine thread;
+        install the result with :meth:`set_workspace`.
+
+        Args:
+            texts: language name -> texts of the workspace's files of that language.
+            weight: the workspace's share of unigram mass relative to the corpus (1: as much;
+                ``engine.lexicon.merge_lexicons``).
+
+        Returns:
+            Language name -> merged lexicon (the workspace's alone for a language that ships none).
+        """
+        out = {}
+        for name, docs in texts.items():
+            if docs:
+                ws = CorpusLexicon.from_texts(docs, self.tok, min_context_count=1)
+                out[name] = merge_lexicons(self.corpus_lexicon(name), ws, weight)
+        return out
+
+    def set_workspace(self, merged: dict[str, CorpusLexicon]) -> None:
+        """Install lexicons built by :meth:`build_workspace` (replacing all earlier ones; ``{}``
+        drops the workspace). Their words and n-grams enter the pool and the prior from the next
+        decision on."""
+        self._workspace = dict(merged)
+        self._pools.clear()
+        self.pool = self._pool_for(self.language)
+        self._pool_doc = None
+
+    def build_document(self, text: str, language: str | Language | None = None) -> DocLexicon:
         """Count a document's identifiers and n-grams, with the arrays the pool needs.
 
         Touches no model state, so it may run on any thread (the server runs it off the engine
@@ -158,15 +247,19 @@ class Predictor:
         :meth:`set_document` on the engine thread.
         """
         doc = DocLexicon(text.replace("\r\n", "\n"))
-        self.pool.doc_arrays(doc)
+        lang = self._language(language) if language is not None else self.language
+        self._pool_for(lang).doc_arrays(doc)
         return doc
 
-    def set_document(self, doc_id: str, doc: DocLexicon) -> None:
-        """Install a document's n-gram built by :meth:`build_document`."""
+    def set_document(self, doc_id: str, doc: DocLexicon, language: str | Language | None = None) -> None:
+        """Install a document's n-gram built by :meth:`build_document` (with the same language)."""
         self._docs[doc_id] = doc
+        if language is not None:
+            self._doc_lang[doc_id] = self._language(language)
 
     def forget_document(self, doc_id: str) -> None:
         self._docs.pop(doc_id, None)
+        self._doc_lang.pop(doc_id, None)
         if self.doc_id == doc_id:
             self.reset()
 
@@ -216,7 +309,8 @@ class Predictor:
         return t
 
     def predict(self, prefix: str, suffix: str | None = None, doc_id: str | None = None,
-                max_items: int = 20, want_line: bool = False, stop=None) -> list[Candidate]:
+                max_items: int = 20, want_line: bool = False, stop=None,
+                language: str | Language | None = None) -> list[Candidate]:
         """Rank completions for the cursor at the end of ``prefix``.
 
         Args:
@@ -231,6 +325,8 @@ class Predictor:
                 forward steps at a new context; cached while the user types within the word). When
                 one is found it is always in the result (second, after the identifier it extends).
             stop: a ``threading.Event``; when set, the continuation stops early (request cancelled).
+            language: the document's language (``engine.languages`` name); remembered for
+                ``doc_id``. None: the one registered for ``doc_id`` (Python by default).
 
         Returns:
             Candidates, best first. Identifier candidates start with the typed prefix and are
@@ -240,6 +336,13 @@ class Predictor:
         ctx_text = prefix[: len(prefix) - len(typed)] if typed else prefix
         if doc_id is not None:
             self.doc_id = doc_id
+            if language is not None:
+                self._doc_lang[doc_id] = self._language(language)
+        lang = self.language_of(doc_id) if doc_id is not None or language is None else self._language(language)
+        if lang is not self.language:
+            self.language = lang
+            self.pool = self._pool_for(lang)
+            self._pool_doc = None
         if ctx_text == self._ctx_text and self._ctx is not None:
             ctx = self._ctx  # same word start as the last call: same window
         else:
@@ -294,7 +397,7 @@ class Predictor:
         for i in order:
             w = words[i]
             if len(w) > len(typed):
-                out.append(Candidate(w, float(score[i]), "keyword" if w in KEYWORDS else "identifier"))
+                out.append(Candidate(w, float(score[i]), "keyword" if w in lang.keywords else "identifier"))
                 if len(out) >= max_items:
                     break
         if want_line and out and self.config.line_max_tokens > 0 and _line_is_open(suffix):

@@ -52,38 +52,63 @@ class TrainConfig:
 
 
 def tokenize_split(tok, texts: list[str]) -> np.ndarray:
+    """Token ids of ``texts`` with ``<|endoftext|>`` after each file, as one ``uint16`` array."""
     eos = tok.token_to_id(tok_mod.EOS)
-    out = []
+    out = [np.zeros(0, np.uint16)]
     for enc in tok.encode_batch(texts):
         out.append(np.asarray(enc.ids, dtype=np.uint16))
         out.append(np.asarray([eos], dtype=np.uint16))
     return np.concatenate(out)
 
 
+LANGUAGE_WEIGHTS = {"python": 0.3}
+"""Share of training windows drawn from each language's tokens (the rest split evenly between the
+other languages present). Python, the language the model was first trained on, keeps a large share
+so it does not get worse while the others are learned."""
+
+
+def language_weights(langs: list[str]) -> dict[str, float]:
+    """Sampling weight per language present in the corpus (they sum to 1)."""
+    fixed = {k: v for k, v in LANGUAGE_WEIGHTS.items() if k in langs}
+    rest = [k for k in langs if k not in fixed]
+    if not rest:
+        tot = sum(fixed.values())
+        return {k: v / tot for k, v in fixed.items()}
+    each = (1.0 - sum(fixed.values())) / len(rest)
+    return {**fixed, **{k: each for k in rest}}
+
+
 def prepare(corpus_dir: Path, ckpt_dir: Path, cfg: TrainConfig):
-    """Tokenizer and token arrays, cached in ``ckpt_dir``."""
+    """Tokenizer and per-language token arrays of the train and eval splits, cached in ``ckpt_dir``.
+
+    Returns:
+        ``(tokenizer, {language: train tokens}, {language: eval tokens})``.
+    """
     ckpt_dir.mkdir(parents=True, exist_ok=True)
     tok_path = ckpt_dir / "tokenizer.json"
-    train_texts = corpus.read_split(corpus_dir, "train")
+    train_texts = corpus.read_split_by_language(corpus_dir, "train")
     if tok_path.exists():
         tok = tok_mod.load_tokenizer(tok_path)
     else:
         rnd = random.Random(cfg.seed)
-        sample = list(train_texts)
+        sample = [t for texts in train_texts.values() for t in texts]
         rnd.shuffle(sample)
         tok = tok_mod.train_tokenizer(sample, cfg.vocab_size)
         tok.save(str(tok_path))
-    arrays = {}
-    for split, texts in (("train", train_texts), ("eval", corpus.read_split(corpus_dir, "eval"))):
-        path = ckpt_dir / f"{split}_tokens.npy"
-        if path.exists():
-            arrays[split] = np.load(path)
-        else:
-            if split == "train":
-                random.Random(cfg.seed).shuffle(texts)
-            arrays[split] = tokenize_split(tok, texts)
-            np.save(path, arrays[split])
-        log.info("%s tokens: %d", split, len(arrays[split]))
+    arrays: dict[str, dict[str, np.ndarray]] = {"train": {}, "eval": {}}
+    for split, by_lang in (("train", train_texts), ("eval", corpus.read_split_by_language(corpus_dir, "eval"))):
+        for lang, texts in sorted(by_lang.items()):
+            path = ckpt_dir / f"{split}_tokens_{lang}.npy"
+            if path.exists():
+                arr = np.load(path)
+            else:
+                if split == "train":
+                    random.Random(cfg.seed).shuffle(texts)
+                arr = tokenize_split(tok, texts)
+                np.save(path, arr)
+            if len(arr) > cfg.seq_len + 1:
+                arrays[split][lang] = arr
+            log.info("%s %s tokens: %d", split, lang, len(arr))
     return tok, arrays["train"], arrays["eval"]
 
 
@@ -100,6 +125,8 @@ def loss_fn(model: Model, x: mx.array, y: mx.array) -> mx.array:
 
 
 def val_windows(tokens: np.ndarray, seq_len: int, n: int = 64) -> tuple[mx.array, mx.array]:
+    """``n`` evenly spaced windows of ``tokens``: inputs and next-token targets, ``(n, seq_len)``."""
+    n = max(1, min(n, len(tokens) - seq_len - 1))
     stride = max(1, (len(tokens) - seq_len - 1) // n)
     starts = [i * stride for i in range(n)]
     x = np.stack([tokens[s : s + seq_len] for s in starts]).astype(np.int32)
@@ -108,10 +135,18 @@ def val_windows(tokens: np.ndarray, seq_len: int, n: int = 64) -> tuple[mx.array
 
 
 def evaluate(model: Model, vx: mx.array, vy: mx.array) -> float:
+    """Mean next-token cross-entropy (nats/token) over the windows."""
     losses = []
     for i in range(0, vx.shape[0], 16):
         losses.append(loss_fn(model, vx[i : i + 16], vy[i : i + 16]).item())
     return float(np.mean(losses))
+
+
+def evaluate_languages(model: Model, val: dict[str, tuple[mx.array, mx.array]]) -> dict[str, float]:
+    """Validation loss per language, plus ``"mean"`` over the languages."""
+    out = {lang: evaluate(model, vx, vy) for lang, (vx, vy) in val.items()}
+    out["mean"] = float(np.mean(list(out.values())))
+    return out
 
 
 def _load_checkpoint_weights(model: Model, ckpt_dir: Path) -> bool:
@@ -122,6 +157,15 @@ def _load_checkpoint_weights(model: Model, ckpt_dir: Path) -> bool:
     w = mx.load(str(ckpt_dir / "weights.bf16.safetensors"))
     model.load_weights([(k, v.astype(mx.float32)) for k, v in w.items()])
     return False
+
+
+def _tokens_seen(history: list, step: int, cfg: TrainConfig) -> int:
+    """Tokens seen so far: the last recorded count plus the steps since (older checkpoints recorded
+    none: every step had ``batch_size * seq_len`` tokens)."""
+    for h in reversed(history):
+        if "tokens_seen" in h:
+            return h["tokens_seen"] + (step - h["step"]) * cfg.batch_size * cfg.seq_len
+    return step * cfg.batch_size * cfg.seq_len
 
 
 def save_checkpoint(ckpt_dir: Path, model: Model, opt, step: int, cfg: TrainConfig, history: list) -> None:
@@ -182,7 +226,12 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
     mx.eval(model.parameters())
     nparams = sum(v.size for _, v in tree_flatten(model.parameters()))
     log.info("model: %d parameters, %s", nparams, args)
-    vx, vy = val_windows(eval_tokens, cfg.seq_len)
+    # per language: 64 windows when one language is present (as before), 24 each otherwise
+    per_lang = 64 if len(eval_tokens) == 1 else 24
+    val = {lang: val_windows(t, cfg.seq_len, per_lang) for lang, t in eval_tokens.items()}
+    langs = sorted(train_tokens)
+    weights = language_weights(langs)
+    log.info("sampling weights: %s", weights)
     loss_and_grad = nn.value_and_grad(model, loss_fn)
 
     def step_fn(x, y):
@@ -192,6 +241,7 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
         return loss
 
     rng = np.random.default_rng(cfg.seed + step)
+    tokens_seen = _tokens_seen(history, step, cfg)
     t0 = time.time()
     last = time.time()
     tokens_done = 0
@@ -199,8 +249,13 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
     while step < cfg.total_steps:
         if minutes is not None and time.time() - t0 > minutes * 60:
             break
-        starts = rng.integers(0, len(train_tokens) - cfg.seq_len - 1, cfg.batch_size)
-        batch = np.stack([train_tokens[s : s + cfg.seq_len + 1] for s in starts]).astype(np.int32)
+        picks = rng.choice(len(langs), cfg.batch_size, p=[weights[k] for k in langs])
+        rows = []
+        for k in picks:
+            arr = train_tokens[langs[k]]
+            s0 = int(rng.integers(0, len(arr) - cfg.seq_len - 1))
+            rows.append(arr[s0 : s0 + cfg.seq_len + 1])
+        batch = np.stack(rows).astype(np.int32)
         x, y = mx.array(batch[:, :-1]), mx.array(batch[:, 1:])
         opt.learning_rate = lr_at(step, cfg)
         loss = step_fn(x, y)
@@ -208,6 +263,7 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
         losses.append(loss.item())
         step += 1
         tokens_done += x.size
+        tokens_seen += x.size
         if step % log_every == 0:
             now = time.time()
             tps = log_every * x.size / (now - last)
@@ -216,14 +272,18 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
             history.append({"step": step, "train_loss": float(np.mean(losses))})
             losses = []
         if step % eval_every == 0:
-            vl = evaluate(model, vx, vy)
-            log.info("step %d val_loss %.4f (held-out packages)", step, vl)
-            history.append({"step": step, "val_loss": vl})
+            vl = evaluate_languages(model, val)
+            log.info("step %d val_loss %s (held-out packages)", step,
+                     " ".join(f"{k} {v:.4f}" for k, v in vl.items()))
+            history.append({"step": step, "val_loss": vl["mean"], "val_loss_by_language": vl,
+                            "tokens_seen": tokens_seen})
         if step % save_every == 0:
             save_checkpoint(ckpt_dir, model, opt, step, cfg, history)
-    vl = evaluate(model, vx, vy)
-    history.append({"step": step, "val_loss": vl, "final": True})
-    log.info("stopped at step %d, val_loss %.4f, %d tokens this run", step, vl, tokens_done)
+    vl = evaluate_languages(model, val)
+    history.append({"step": step, "val_loss": vl["mean"], "val_loss_by_language": vl,
+                    "tokens_seen": tokens_seen, "final": True})
+    log.info("stopped at step %d, val_loss %s, %d tokens this run", step,
+             " ".join(f"{k} {v:.4f}" for k, v in vl.items()), tokens_done)
     save_checkpoint(ckpt_dir, model, opt, step, cfg, history)
     meta = json.loads(state_path.read_text())
     if out_dir is not None:
@@ -248,10 +308,12 @@ def export(ckpt_dir: Path, out_dir: Path, bits: int = 6, group_size: int = 64,
     hist = meta["history"]
     vals = [h["val_loss"] for h in hist if "val_loss" in h]
     cfg = meta["train_config"]
+    by_lang = [h["val_loss_by_language"] for h in hist if "val_loss_by_language" in h]
     training = {
         "steps": meta["step"],
-        "tokens_seen": meta["step"] * cfg["batch_size"] * cfg["seq_len"],
+        "tokens_seen": _tokens_seen(hist, meta["step"], TrainConfig(**cfg)),
         "val_loss": vals[-1] if vals else None,
+        "val_loss_by_language": by_lang[-1] if by_lang else None,
         "train_config": cfg,
     }
     save_model_folder(model, Path(ckpt_dir) / "tokenizer.json", out_dir, bits=bits, group_size=group_size,
@@ -261,11 +323,12 @@ def export(ckpt_dir: Path, out_dir: Path, bits: int = 6, group_size: int = 64,
 
 
 def write_lexicon(corpus_dir: Path, out_dir: Path) -> None:
-    """Count the training split into ``out_dir/lexicon.npz``."""
+    """Count each language of the training split into ``out_dir/lexicon-<language>.npz``."""
     from .lexicon import CorpusLexicon
 
     tok = tok_mod.load_tokenizer(out_dir / "tokenizer.json")
-    data = CorpusLexicon.build(corpus.read_split(corpus_dir, "train"), tok)
-    np.savez_compressed(out_dir / "lexicon.npz", **data)
-    log.info("lexicon: %d identifiers, %d bigram and %d trigram contexts", len(data["counts"]),
-             len(data["bi_offsets"]) - 1, len(data["tri_offsets"]) - 1)
+    for lang, texts in sorted(corpus.read_split_by_language(corpus_dir, "train").items()):
+        data = CorpusLexicon.build(texts, tok)
+        np.savez_compressed(out_dir / f"lexicon-{lang}.npz", **data)
+        log.info("lexicon %s: %d identifiers, %d bigram and %d trigram contexts", lang, len(data["counts"]),
+                 len(data["bi_offsets"]) - 1, len(data["tri_offsets"]) - 1)

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
+from engine import languages
+
 from .documents import CursorContext, cursor_context
 from .scheduling import Sequencer, Ticket, debounce
 
@@ -85,15 +87,16 @@ async def predict_at(ls: LayaServer, uri: str, position: types.Position, kind: s
         return None
     if max_items <= 0:
         return Prediction(ctx, [])
+    language = languages.for_document(doc.language_id, uri).name
     candidates = await ls.bridge.run(_predict_job, predictor, ls.sequencer, ticket, ctx,
-                                     max_items, want_line)
+                                     max_items, want_line, language)
     if candidates is None or not ls.sequencer.is_current(ticket):
         return None
     return Prediction(ctx, candidates)
 
 
 def _predict_job(predictor: Any, sequencer: Sequencer, ticket: Ticket, ctx: CursorContext,
-                 max_items: int, want_line: bool) -> list[Candidate] | None:
+                 max_items: int, want_line: bool, language: str) -> list[Candidate] | None:
     """Engine thread: one decision, unless the request went stale while queued."""
     from engine.worker import current_stop
 
@@ -102,4 +105,4 @@ def _predict_job(predictor: Any, sequencer: Sequencer, ticket: Ticket, ctx: Curs
     if predictor.doc_id != ticket.uri:
         predictor.reset()  # the KV cache holds another document's context
     return predictor.predict(ctx.prefix, ctx.suffix, doc_id=ticket.uri, max_items=max_items,
-                             want_line=want_line, stop=current_stop())
+                             want_line=want_line, stop=current_stop(), language=language)

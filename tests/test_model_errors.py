@@ -28,7 +28,7 @@ def test_missing_file_is_named(copy, name):
         Predictor.load(copy)
 
 
-@pytest.mark.parametrize("name", ["config.json", "model.safetensors", "tokenizer.json", "lexicon.npz"])
+@pytest.mark.parametrize("name", ["config.json", "model.safetensors", "tokenizer.json", "lexicon-python.npz"])
 def test_corrupt_file_is_named(copy, name):
     data = (copy / name).read_bytes()
     (copy / name).write_bytes(data[: len(data) // 3])

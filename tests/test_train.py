@@ -12,7 +12,7 @@ from engine.train import TrainConfig, export, train
 
 def make_corpus(root: Path) -> Path:
     for split, module in (("train", textwrap), ("train", string), ("eval", shutil)):
-        dst = root / split / module.__name__ / f"{module.__name__}.py"
+        dst = root / split / "python" / module.__name__ / f"{module.__name__}.py"
         dst.parent.mkdir(parents=True, exist_ok=True)
         dst.write_text(Path(module.__file__).read_text())
     return root
@@ -28,7 +28,7 @@ def test_train_export_resume(tmp_path):
     config = json.loads((out / "config.json").read_text())
     assert config["quantization"] == {"group_size": 64, "bits": 6}
     assert config["laya_training"]["steps"] == 2
-    assert (out / "lexicon.npz").exists() and (ckpt / "weights.bf16.safetensors").exists()
+    assert (out / "lexicon-python.npz").exists() and (ckpt / "weights.bf16.safetensors").exists()
     p = Predictor.load(out)
     assert p.predict("import textwrap\ntextwrap.de") is not None
     # a new machine has only what git keeps: the bf16 weights, state.json and tokenizer.json

@@ -1,0 +1,89 @@
+"""The languages the engine knows: LSP ``languageId``s, file extensions and keywords.
+
+Each language has its own candidate filter (``lexicon-<name>.npz`` in the model folder): a Go
+file's pool never holds identifiers that only the Python corpus has. A document's language comes
+from the ``languageId`` the client sends with ``textDocument/didOpen`` (the LSP's own list of
+identifiers, "Text Document Item" in the specification), or from its file extension when the
+client sends one that is not listed here. Anything else is :data:`UNKNOWN`: the document's and the
+workspace's own words and the network, but no corpus lexicon.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+
+@dataclass(frozen=True)
+class Language:
+    """One language of the corpus and the candidate filter."""
+
+    name: str
+    """Short name: the lexicon file is ``lexicon-<name>.npz``, the corpus folder ``<split>/<name>/``."""
+    language_ids: tuple[str, ...]
+    """LSP ``languageId`` values that map here."""
+    extensions: tuple[str, ...]
+    """File name endings (lower case, with the dot) that map here."""
+    keywords: frozenset[str]
+    """Reserved words (completion items of kind Keyword rather than identifier)."""
+    exclude_suffixes: tuple[str, ...] = ()
+    """Endings that look like the language but are not typed code (``.d.ts`` declarations)."""
+
+
+def _kw(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+PYTHON = Language(
+    "python", ("python",), (".py", ".pyi"),
+    _kw("False None True and as assert async await break class continue def del elif else except "
+        "finally for from global if import in is lambda nonlocal not or pass raise return try while "
+        "with yield match case self cls"))
+JAVASCRIPT = Language(
+    "javascript", ("javascript", "javascriptreact"), (".js", ".mjs", ".cjs", ".jsx"),
+    _kw("await break case catch class const continue debugger default delete do else export extends "
+        "false finally for function if import in instanceof let new null return super switch this "
+        "throw true try typeof undefined var void while with yield async of static get set"),
+    (".min.js",))
+TYPESCRIPT = Language(
+    "typescript", ("typescript", "typescriptreact"), (".ts", ".tsx", ".mts", ".cts"),
+    JAVASCRIPT.keywords | _kw("abstract any as asserts boolean declare enum implements infer interface "
+                              "is keyof module namespace never number object private protected public "
+                              "readonly satisfies string symbol type unique unknown"),
+    (".d.ts", ".d.mts", ".d.cts"))
+GO = Language(
+    "go", ("go",), (".go",),
+    _kw("break case chan const continue default defer else fallthrough for func go goto if import "
+        "interface map package range return select struct switch type var nil true false iota"))
+RUST = Language(
+    "rust", ("rust",), (".rs",),
+    _kw("as async await break const continue crate dyn else enum extern false fn for if impl in let "
+        "loop match mod move mut pub ref return self Self static struct super trait true type unsafe "
+        "use where while"))
+C = Language(
+    "c", ("c", "cpp", "objective-c"), (".c", ".h"),
+    _kw("auto break case char const continue default do double else enum extern float for goto if "
+        "inline int long register restrict return short signed sizeof static struct switch typedef "
+        "union unsigned void volatile while NULL"))
+
+LANGUAGES: tuple[Language, ...] = (PYTHON, JAVASCRIPT, TYPESCRIPT, GO, RUST, C)
+BY_NAME = {lang.name: lang for lang in LANGUAGES}
+UNKNOWN = Language("unknown", (), (), frozenset())
+"""Documents of any other language: no corpus lexicon (the document, workspace and network only)."""
+
+_BY_ID = {i: lang for lang in LANGUAGES for i in lang.language_ids}
+
+
+def for_path(path: str) -> Language:
+    """The language of a file name or URI path by its extension, or :data:`UNKNOWN`."""
+    name = PurePosixPath(path).name.lower()
+    for lang in LANGUAGES:
+        if name.endswith(lang.extensions) and not name.endswith(lang.exclude_suffixes):
+            return lang
+    return UNKNOWN
+
+
+def for_document(language_id: str | None, uri: str = "") -> Language:
+    """The language of an open document: its LSP ``languageId``, else its extension."""
+    lang = _BY_ID.get((language_id or "").lower())
+    return lang if lang is not None else for_path(uri.split("?", 1)[0])

@@ -1,0 +1,89 @@
+"""The evaluation protocol's parts: identifier targets per language, the metric and the baseline."""
+
+from pathlib import Path
+
+import pytest
+
+from engine.evaluate import Score, WordCompletion, pick_files, score_file, targets
+
+
+def test_python_targets_skip_comments_and_strings():
+    text = "import os  # the path module\npath = os.path.join('x y', name)\n"
+    assert [w for _, w in targets(text)] == ["import", "os", "path", "os", "path", "join", "name"]
+    for start, word in targets(text):
+        assert text[start : start + len(word)] == word
+
+
+@pytest.mark.parametrize("language, text, expected", [
+    ("javascript", "// a comment word\nconst total = items.reduce((acc, it) => acc + it, 0); /* more */\n'str ing';",
+     ["const", "total", "items", "reduce", "acc", "it", "acc", "it"]),
+    ("go", 'package main\n\n// Println prints\nfunc main() { fmt.Println("hello world") }\n',
+     ["package", "main", "func", "main", "fmt", "Println"]),
+    ("rust", 'fn main() { let name = "x y"; println!("{}", name); } // tail\n',
+     ["fn", "main", "let", "name", "println", "name"]),
+    ("c", '/* header */\nint count_items(const char *s) { return strlen(s); } // x\n',
+     ["int", "count_items", "const", "char", "return", "strlen"]),
+    ("typescript", "interface Point { x: number; label: string } // note\n",
+     ["interface", "Point", "number", "label", "string"]),
+])
+def test_other_language_targets_are_code_identifiers(language, text, expected):
+    got = targets(text, language)
+    assert [w for _, w in got] == expected
+    for start, word in got:
+        assert text[start : start + len(word)] == word
+
+
+def test_word_completion_ranks_by_frequency_then_recency():
+    text = "alpha beta alpha gamma beta alphabet "
+    wc = WordCompletion()
+    wc.advance(text, len(text))
+    assert wc.items("") == ["beta", "alpha", "alphabet", "gamma"]  # ties: most recent first
+    assert wc.items("al") == ["alpha", "alphabet"]
+    assert wc.items("alpha") == ["alphabet"]  # only items longer than what is typed
+
+
+def _score(text, ask):
+    sc = Score()
+    score_file(text, ask, sc)
+    return sc
+
+
+def test_oracle_saves_all_but_one_key_per_identifier():
+    text = "value = compute(value)\n"
+    words = [w for _, w in targets(text)]
+    by_start = dict(targets(text))
+
+    def oracle(prefix):
+        # the identifier being typed starts at the last target start at or before the cursor
+        start = max(s for s in by_start if s <= len(prefix))
+        return [by_start[start]]
+
+    sc = _score(text, oracle)
+    assert sc.chars == sum(map(len, words))
+    assert sc.saved == sum(len(w) - 1 for w in words)
+    assert sc.top1[0] == sc.n_at[0] == len(words)
+
+
+def test_silent_completer_saves_nothing_and_late_hits_save_less():
+    text = "value = compute(value)\n"
+    assert _score(text, lambda prefix: []).saved == 0
+    starts = dict(targets(text))
+
+    def after_two(prefix):
+        start = max(s for s in starts if s <= len(prefix))
+        return [starts[start]] if len(prefix) - start >= 2 else []
+
+    sc = _score(text, after_two)
+    assert sc.saved == sum(len(w) - 3 for w in starts.values())
+    assert sc.top1[0] == sc.top1[1] == 0 and sc.top1[2] == len(starts)
+
+
+def test_pick_files_keeps_splits_apart(tmp_path: Path):
+    for split, pkg in (("eval", "reported"), ("tune", "tuned")):
+        f = tmp_path / split / "python" / pkg / "mod.py"
+        f.parent.mkdir(parents=True)
+        f.write_text("x = 1\n" * 500)
+    assert {f.name.split("/")[0] for f in pick_files(tmp_path, 5, 10_000)} == {"reported"}
+    assert {f.name.split("/")[0] for f in pick_files(tmp_path, 5, 10_000, split="tune")} == {"tuned"}
+    with pytest.raises(ValueError, match="held-out"):
+        pick_files(tmp_path, 5, 10_000, split="train")

@@ -1,0 +1,70 @@
+"""Per-language candidate filters: a document's pool holds its own language's corpus identifiers,
+never another language's (the document's own words are always allowed)."""
+
+import itertools
+import string
+
+import pytest
+
+from engine import languages
+from engine.predictor import Predictor
+
+SAMPLES = {
+    "python": "import os\n\n\ndef main(argv):\n    path = os.path.join(argv[0], 'x')\n    return ",
+    "javascript": "const fs = require('fs');\n\nfunction main(argv) {\n  const path = argv[0];\n  return ",
+    "typescript": "import { readFile } from 'fs';\n\nexport function main(argv: string[]): number {\n  return ",
+    "go": "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tx := 1\n\t",
+    "rust": "use std::fmt;\n\nfn main() {\n    let x = 1;\n    ",
+    "c": "#include <stdio.h>\n\nint main(int argc, char **argv) {\n    int x = 0;\n    ",
+}
+
+
+@pytest.fixture(scope="module")
+def predictor():
+    p = Predictor.load()
+    return p
+
+
+def test_every_known_language_ships_a_lexicon(predictor):
+    assert set(predictor.lexicons) == {lang.name for lang in languages.LANGUAGES}
+
+
+@pytest.mark.parametrize("lang", sorted(SAMPLES))
+def test_pool_holds_no_other_language_only_identifiers(predictor, lang):
+    own = set(predictor.corpus_lexicon(lang).words)
+    others = set()
+    for other in SAMPLES:
+        if other != lang:
+            others |= set(predictor.corpus_lexicon(other).words)
+    foreign = others - own
+    text = SAMPLES[lang]
+    doc_words = set(predictor.build_document(text, lang).uni)
+    doc = f"file:///sample/{lang}"
+    predictor.reset()
+    predictor.observe_document(doc, text, lang)
+    seen = set()
+    for prefix in [""] + list(string.ascii_letters) + ["".join(p) for p in itertools.product("spf", "tre")]:
+        seen |= {c.text for c in predictor.predict(text + prefix, doc_id=doc, max_items=50) if c.kind != "line"}
+        pool = predictor.pool.candidates(prefix, 1024)[0]
+        seen |= {pool[i] for i in range(len(pool))}
+    assert len(seen) > 200  # the corpus lexicon of the language is in use
+    leaked = (seen & foreign) - doc_words
+    assert not leaked, f"{lang} document offered other languages' identifiers: {sorted(leaked)[:20]}"
+    predictor.forget_document(doc)
+
+
+def test_language_from_id_then_extension():
+    assert languages.for_document("typescriptreact").name == "typescript"
+    assert languages.for_document("plaintext", "file:///a/b/main.go").name == "go"
+    assert languages.for_document(None, "file:///a/types.d.ts") is languages.UNKNOWN
+    assert languages.for_document("cobol", "file:///a/x.cbl") is languages.UNKNOWN
+
+
+def test_unknown_language_gets_document_words_only(predictor):
+    text = "frobnicate_widget = 1\nfrob"
+    doc = "file:///notes.txt"
+    predictor.reset()
+    predictor.observe_document(doc, text, "unknown")
+    got = [c.text for c in predictor.predict(text, doc_id=doc, max_items=20, language="unknown")]
+    assert got == ["frobnicate_widget"]
+    predictor.forget_document(doc)
