@@ -67,6 +67,10 @@ def _cmd_complete(a) -> int:
         print(f"laya complete: cannot read {a.file}: {e}", file=sys.stderr)
         return 2
     # default: the end of the file, before its final newline(s)
+    if a.offset is not None and not 0 <= a.offset <= len(text):
+        print(f"laya complete: --offset {a.offset} is outside the text (0 to {len(text)} characters)",
+              file=sys.stderr)
+        return 2
     prefix = text.rstrip("\n") if a.offset is None else text[: a.offset]
     try:
         p = Predictor.load(a.model)
@@ -82,6 +86,21 @@ def _cmd_complete(a) -> int:
 def _cmd_demo(a) -> int:
     from laya_client.replay import demo
 
+    if a.file:
+        try:
+            Path(a.file).read_text("utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            print(f"laya demo: cannot read {a.file}: {e}", file=sys.stderr)
+            return 2
+    if a.model:  # the server would fall back to the shipped model: check the one asked for first
+        from .model_io import ModelLoadError
+        from .predictor import Predictor
+
+        try:
+            Predictor.load(a.model)
+        except (ModelLoadError, OSError, ValueError) as e:
+            print(f"laya demo: {e}", file=sys.stderr)
+            return 2
     return demo(a.file, model=a.model, limit_chars=a.max_chars)
 
 
@@ -99,7 +118,9 @@ def _cmd_bench(a) -> int:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="laya", description=__doc__)
-    ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("-v", "--verbose", action="store_true", help="log at debug level (stderr)")
+    ap.add_argument("--version", action="version", version=f"%(prog)s {_version()}",
+                    help="print the version and exit")
     sub = ap.add_subparsers(dest="cmd", required=True)
 
     p = sub.add_parser("corpus", help="download the manifest's packages into a corpus folder")
@@ -132,16 +153,18 @@ def main(argv=None) -> int:
     p.set_defaults(fn=_cmd_export)
 
     p = sub.add_parser("complete", help="print ranked candidates at the end of a file (or --offset)")
-    p.add_argument("file", nargs="?")
-    p.add_argument("--offset", type=int, default=None)
-    p.add_argument("--model", default=None)
-    p.add_argument("-n", type=int, default=10)
+    p.add_argument("file", nargs="?", help="source file to complete in (default: read stdin)")
+    p.add_argument("--offset", type=int, default=None,
+                   help="cursor position in characters from the start (default: the end of the text)")
+    p.add_argument("--model", default=None, help="model folder (default: the shipped model)")
+    p.add_argument("-n", type=int, default=10, help="how many candidates to print (default: %(default)s)")
     p.set_defaults(fn=_cmd_complete)
 
     p = sub.add_parser("demo", help="start the server, replay typing a real file, print suggestions and latencies")
-    p.add_argument("file", nargs="?", help="default: the stdlib's textwrap.py")
-    p.add_argument("--model", default=None)
-    p.add_argument("--max-chars", type=int, default=12000)
+    p.add_argument("file", nargs="?", help="file to type (default: the standard library's textwrap.py)")
+    p.add_argument("--model", default=None, help="model folder (default: the shipped model)")
+    p.add_argument("--max-chars", type=int, default=12000,
+                   help="type at most this many characters of the file (default: %(default)s)")
     p.set_defaults(fn=_cmd_demo)
 
     p = sub.add_parser("eval", help="keystrokes saved and next-identifier accuracy on held-out code")
@@ -154,9 +177,9 @@ def main(argv=None) -> int:
     p.set_defaults(fn=_cmd_eval)
 
     p = sub.add_parser("bench", help="decision latency (100 warm-up, 1000 runs) and LSP round trip")
-    p.add_argument("--model", default=None)
-    p.add_argument("--runs", type=int, default=1000)
-    p.add_argument("--warmup", type=int, default=100)
+    p.add_argument("--model", default=None, help="model folder (default: the shipped model)")
+    p.add_argument("--runs", type=int, default=1000, help="timed decisions (default: %(default)s)")
+    p.add_argument("--warmup", type=int, default=100, help="untimed decisions first (default: %(default)s)")
     p.add_argument("--lsp", action="store_true", help="also time LSP completion round trips")
     p.add_argument("--backends", default="numpy,mlx", help="comma-separated, timed side by side")
     p.set_defaults(fn=_cmd_bench)
@@ -169,7 +192,31 @@ def main(argv=None) -> int:
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if not a.verbose:
         logging.getLogger("pygls").setLevel(logging.WARNING)
-    return a.fn(a)
+    try:
+        return a.fn(a)
+    except Exception as e:
+        if not _is_user_error(e):
+            raise
+        print(f"laya {a.cmd}: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def _is_user_error(e: BaseException) -> bool:
+    """A path that is not there or not readable, or a model folder that cannot be loaded: said in
+    one line, without a traceback. (By name: importing ``model_io`` here would load MLX.)"""
+    return (isinstance(e, (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError))
+            or type(e).__name__ == "ModelLoadError")
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("laya")
+    except PackageNotFoundError:  # a source tree that is not installed
+        return "0.0.0+unknown"
 
 
 if __name__ == "__main__":

@@ -198,6 +198,20 @@ def bench_round_trip(text: str, warmup: int = 100, runs: int = 1000, model=None,
         c.shutdown()
 
 
+def before_cursor(text: str, cursor: int, width: int = 40) -> str:
+    """The last ``width`` characters before ``cursor`` on one line, then ``|`` for the cursor.
+
+    Line breaks show as ``\\n`` and indentation runs shrink to one space, so a cursor at the start
+    of a line still shows what came before it (the end of the previous line).
+    """
+    import re
+
+    head = text[max(0, cursor - 4 * width) : cursor]
+    head = re.sub(r"[ \t]*\n[ \t]*", r"\\n", head)  # "\n" + indentation -> a visible \n
+    head = re.sub(r"[ \t]+", " ", head)
+    return head[-width:] + "|"
+
+
 def demo(path: str | None = None, model=None, every: int = 40, limit_chars: int = 12000) -> int:
     """Type a real file into the server and print what it suggests, with latencies."""
     import inspect
@@ -226,14 +240,12 @@ def demo(path: str | None = None, model=None, every: int = 40, limit_chars: int 
                 if top and top[0] == word:
                     saved += len(word) - k - 1
                     if n % every == 0:
-                        line = text[text.rfind("\n", 0, start) + 1 : start + k]
-                        print(f"  {line.strip()[-40:] + '|':42s} -> {', '.join(top[:3]):48s} {dt * 1e3:5.1f} ms")
+                        print(f"  {before_cursor(text, start + k):42s} -> {', '.join(top[:3]):48s} {dt * 1e3:5.1f} ms")
                         shown += 1
                     break
             else:
                 if n % every == 0:
-                    line = text[text.rfind("\n", 0, start) + 1 : start]
-                    print(f"  {line.strip()[-40:] + '|':42s} -> ({word!r} was never the first item: typed in full)")
+                    print(f"  {before_cursor(text, start):42s} -> ({word!r} was never the first item: typed in full)")
         c.type_to(text)
     finally:
         c.shutdown()

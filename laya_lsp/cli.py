@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import socket
 import sys
 import time
 
@@ -20,6 +21,17 @@ log = logging.getLogger(__name__)
 CHECK_SAMPLE = "import os\n\n\ndef main(argv):\n    path = os.path.join(argv[0], 'x')\n    return pa"
 
 
+def _port(text: str) -> int:
+    """argparse type for ``--port``: a TCP port number, 1-65535."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a TCP port (1-65535)")
+    return port
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="laya-lsp", description=__doc__.split("\n\n")[0])
     mode = ap.add_mutually_exclusive_group()
@@ -28,16 +40,42 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--check", action="store_true",
                       help="load the model, complete a sample, print the candidates and exit "
                            "(status 0 when the model works)")
-    ap.add_argument("--host", default="127.0.0.1", help="TCP host (default: %(default)s)")
-    ap.add_argument("--port", type=int, default=2087, help="TCP port (default: %(default)s)")
+    ap.add_argument("--host", default=None, help="--tcp: host to listen on (default: 127.0.0.1)")
+    ap.add_argument("--port", type=_port, default=None, help="--tcp: port to listen on (default: 2087)")
     ap.add_argument("--log-file", default=None, help="append logs here instead of stderr")
     ap.add_argument("--log-level", choices=sorted(logging_setup.LEVELS), default=None,
                     help="overrides the logLevel initialization option (default: info)")
     ap.add_argument("--model-path", default=None, help="--check: model folder (default: shipped)")
-    ap.add_argument("--variant", default="code", help="--check: engine variant")
-    ap.add_argument("--backend", default=None, help="--check: numpy, mlx or auto")
-    ap.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    ap.add_argument("--variant", default="code", help="--check: engine variant (default: code)")
+    ap.add_argument("--backend", default=None, choices=("numpy", "mlx", "auto"),
+                    help="--check: override the variant's backend")
+    ap.add_argument("--version", action="version", version=f"%(prog)s {__version__}",
+                    help="print the version and exit")
     return ap
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Parse and cross-check the flags; a usage error exits with status 2 and one line on stderr."""
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    if not args.tcp and (args.host is not None or args.port is not None):
+        ap.error("--host and --port need --tcp")
+    args.host = args.host or "127.0.0.1"
+    args.port = args.port or 2087
+    return args
+
+
+def _check_bind(host: str, port: int) -> None:
+    """Raise ``OSError`` now if ``host:port`` cannot be listened on (in use, no such address).
+
+    pygls's ``start_tcp`` binds inside ``asyncio.run`` and logs nothing we can wait for, so the
+    bind is tried here first: "serving on" is logged only once it has succeeded.
+    """
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as asyncio.start_server does
+        s.bind(address)
 
 
 def _claim_stdio():
@@ -88,8 +126,12 @@ def main(argv: list[str] | None = None) -> int:
     # (measured: a fresh 245-token context took 23-30 ms on one thread, 660 ms with a thread per
     # core on a busy 2-core machine). Must be set before NumPy / MLX load their BLAS.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    args = build_parser().parse_args(argv)
-    logging_setup.configure(args.log_level or "info", args.log_file)
+    args = parse_args(argv)
+    try:
+        logging_setup.configure(args.log_level or "info", args.log_file, stdio=not (args.tcp or args.check))
+    except OSError as e:
+        print(f"laya-lsp: cannot write the log file: {e}", file=sys.stderr)
+        return 2
     if args.check:
         return check(args)
 
@@ -99,16 +141,20 @@ def main(argv: list[str] | None = None) -> int:
     code = 0
     try:
         if args.tcp:
+            _check_bind(args.host, args.port)
             log.info("laya-lsp %s serving on %s:%d", __version__, args.host, args.port)
             server.start_tcp(args.host, args.port)
         else:
             rpc_in, rpc_out = _claim_stdio()
-            log.info("laya-lsp %s serving on stdio", __version__)
+            log.debug("laya-lsp %s serving on stdio", __version__)
             server.start_io(rpc_in, rpc_out)
     except SystemExit as e:  # pygls exits from the `exit` notification's handler
         code = e.code if isinstance(e.code, int) else 0
-    except OSError as e:  # e.g. the TCP port is in use
-        log.error("laya-lsp: %s", e)
+    except OSError as e:  # e.g. the TCP port is in use, or the host does not resolve
+        where = f" on {args.host}:{args.port}" if args.tcp else ""
+        log.error("cannot serve%s: %s", where, e.strerror or e)
+        if args.log_file:  # the log went to the file: the person at the terminal needs it too
+            print(f"laya-lsp: cannot serve{where}: {e.strerror or e}", file=sys.stderr)
         code = 1
     exit_cleanly(server, code)
     return code

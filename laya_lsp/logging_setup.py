@@ -1,7 +1,13 @@
-"""Logging: module loggers to stderr (or a file), warnings and errors also to ``window/logMessage``.
+"""Logging: records at the log level go to the client as ``window/logMessage``, and to stderr or a file.
 
 stdout is the JSON-RPC channel, so nothing here ever writes to it. pygls logs every message at
 INFO; its loggers stay at WARNING unless the level is ``debug``.
+
+Over stdio, stderr is quiet except for errors: clients file a server's stderr as errors (Neovim's
+``:LspLog`` writes every stderr line under ``[ERROR]``), so our records reach the client as
+``window/logMessage`` with their own level (Error, Warning, Info, Log) instead, and stderr keeps
+only errors that could not be sent that way (before the connection, pygls's own). ``--log-file``
+gets every record at the level.
 """
 
 from __future__ import annotations
@@ -23,13 +29,25 @@ FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 _OUR_LOGGERS = ("laya_lsp", "engine")
 
 
-def configure(level: str = "info", log_file: str | None = None) -> None:
-    """Send log records to stderr, or to ``log_file`` (appended), at ``level``."""
+def configure(level: str = "info", log_file: str | None = None, stdio: bool = False) -> None:
+    """Send log records to stderr, or to ``log_file`` (appended), at ``level``.
+
+    Args:
+        level: ``debug``, ``info``, ``warning`` or ``error``.
+        log_file: append here instead of writing to stderr.
+        stdio: the server talks JSON-RPC over stdio, so stderr is the client's error channel:
+            it gets only errors not already sent as ``window/logMessage``.
+
+    Raises:
+        OSError: ``log_file`` cannot be opened for appending.
+    """
     handler: logging.Handler
     if log_file:
         handler = logging.FileHandler(log_file, encoding="utf-8")
     else:
         handler = logging.StreamHandler(sys.stderr)
+        if stdio:
+            handler.addFilter(_stderr_over_stdio)
     handler.setFormatter(logging.Formatter(FORMAT))
     root = logging.getLogger()
     for h in list(root.handlers):
@@ -49,11 +67,18 @@ def set_level(level: str) -> None:
     logging.getLogger("pygls").setLevel(logging.DEBUG if value <= logging.DEBUG else logging.WARNING)
     for h in root.handlers:
         if isinstance(h, LspLogHandler):
-            h.setLevel(max(value, logging.WARNING))
+            h.setLevel(value)
+
+
+def _stderr_over_stdio(record: logging.LogRecord) -> bool:
+    """stderr filter in stdio mode: errors that no ``window/logMessage`` forwarder takes."""
+    if record.levelno < logging.ERROR:
+        return False
+    return not any(isinstance(h, LspLogHandler) and h.takes(record) for h in logging.getLogger().handlers)
 
 
 class LspLogHandler(logging.Handler):
-    """Forward records (WARNING and above by default) to the client as ``window/logMessage``.
+    """Forward records at the log level to the client as ``window/logMessage``, typed by level.
 
     Safe from any thread: records are handed to the event loop with ``call_soon_threadsafe``.
     Records of pygls itself are not forwarded (it reports its errors with ``window/showMessage``
@@ -71,8 +96,13 @@ class LspLogHandler(logging.Handler):
         self._local = threading.local()
         self.setFormatter(logging.Formatter("%(name)s: %(message)s"))
 
+    def takes(self, record: logging.LogRecord) -> bool:
+        """Whether this handler sends ``record`` to the client."""
+        return (record.levelno >= self.level and not record.name.startswith("pygls")
+                and not getattr(self._local, "busy", False) and self.server.protocol.writer is not None)
+
     def emit(self, record: logging.LogRecord) -> None:
-        if record.name.startswith("pygls") or getattr(self._local, "busy", False):
+        if not self.takes(record):
             return
         try:
             message = self.format(record)
@@ -101,7 +131,6 @@ def attach(server: LanguageServer, level: str = "info") -> LspLogHandler:
     for h in root.handlers:
         if isinstance(h, LspLogHandler):
             root.removeHandler(h)
-    handler = LspLogHandler(server, asyncio.get_running_loop(),
-                            max(LEVELS.get(level, logging.INFO), logging.WARNING))
+    handler = LspLogHandler(server, asyncio.get_running_loop(), LEVELS.get(level, logging.INFO))
     root.addHandler(handler)
     return handler
