@@ -1,0 +1,191 @@
+"""User errors on the command line end in one clear line on stderr and a non-zero exit.
+
+``laya-lsp`` and ``laya`` are run as a user runs them (subprocesses of this interpreter); no
+traceback may reach the terminal, and stdout stays empty on an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from laya_client.replay import before_cursor
+
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1"}
+LSP = [sys.executable, "-m", "laya_lsp"]
+LAYA = [sys.executable, "-m", "engine.cli"]
+
+
+def run(cmd: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+def assert_one_line_error(out: subprocess.CompletedProcess, *expected: str, code: int | None = None):
+    """Non-zero exit, no traceback, and the last stderr line holds every ``expected`` text."""
+    assert out.returncode != 0, out
+    if code is not None:
+        assert out.returncode == code, out
+    assert "Traceback" not in out.stderr, out.stderr
+    assert out.stdout == "", out.stdout
+    last = out.stderr.strip().splitlines()[-1]
+    for text in expected:
+        assert text in last, out.stderr
+
+
+# --- laya-lsp -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, expected", [
+    (["--tcp", "--port", "70000"], ["70000", "1-65535"]),
+    (["--tcp", "--port", "http"], ["'http'"]),
+    (["--port", "2087"], ["--port need --tcp"]),
+    (["--host", "0.0.0.0"], ["need --tcp"]),
+    (["--log-file", "/nonexistent-laya-dir/laya.log"], ["/nonexistent-laya-dir/laya.log"]),
+])
+def test_laya_lsp_usage_errors(args, expected):
+    assert_one_line_error(run(LSP + args), *expected, code=2)
+
+
+def test_laya_lsp_port_in_use_is_reported_before_serving():
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        out = run(LSP + ["--tcp", "--port", str(port)], timeout=60)
+    assert_one_line_error(out, f"cannot serve on 127.0.0.1:{port}", code=1)
+    assert "serving on" not in out.stderr, out.stderr
+
+
+def test_laya_lsp_unresolvable_host():
+    out = run(LSP + ["--tcp", "--host", "no-such-host.invalid", "--port", "2087"], timeout=60)
+    assert_one_line_error(out, "cannot serve on no-such-host.invalid:2087", code=1)
+
+
+def test_versions():
+    for cmd, name in ((LSP, "laya-lsp"), (LAYA, "laya")):
+        out = run(cmd + ["--version"])
+        assert out.returncode == 0, out.stderr
+        assert re.fullmatch(rf"{name} \d+\.\d+\.\d+\S*\n", out.stdout), out.stdout
+
+
+# --- laya -----------------------------------------------------------------------------------------
+
+@pytest.fixture
+def source(tmp_path):
+    path = tmp_path / "sample.py"
+    path.write_text("import os\n\npath = os.pa\n", encoding="utf-8")
+    return path
+
+
+def test_complete_missing_file(tmp_path):
+    missing = tmp_path / "missing.py"
+    assert_one_line_error(run(LAYA + ["complete", str(missing)]), "laya complete", str(missing))
+
+
+def test_complete_directory(tmp_path):
+    assert_one_line_error(run(LAYA + ["complete", str(tmp_path)]), "laya complete", str(tmp_path))
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads any file")
+def test_complete_unreadable_file(source):
+    source.chmod(0)
+    assert_one_line_error(run(LAYA + ["complete", str(source)]), "laya complete", "Permission denied")
+
+
+@pytest.mark.parametrize("offset", ["-1", "1000"])
+def test_complete_offset_out_of_range(source, offset):
+    size = len(source.read_text())
+    assert_one_line_error(run(LAYA + ["complete", "--offset", offset, str(source)]),
+                          f"--offset {offset}", f"0 to {size}", code=2)
+
+
+def test_complete_offset_in_range_works(source):
+    text = source.read_text()
+    out = run(LAYA + ["complete", "--offset", str(text.index("pa\n") + 2), str(source)])
+    assert out.returncode == 0, out.stderr
+    assert "'path'" in out.stdout, out.stdout
+
+
+@pytest.mark.parametrize("command", ["complete", "demo"])
+def test_empty_model_folder(tmp_path, source, command):
+    empty = tmp_path / "model"
+    empty.mkdir()
+    args = [command, "--model", str(empty)] + ([str(source)] if command == "complete" else [])
+    assert_one_line_error(run(LAYA + args), f"laya {command}", str(empty), "config.json", code=2)
+
+
+def test_demo_missing_file(tmp_path):
+    missing = tmp_path / "missing.py"
+    assert_one_line_error(run(LAYA + ["demo", str(missing)]), "laya demo", str(missing), code=2)
+
+
+# --- help for every argument ----------------------------------------------------------------------
+
+class _Parsed(Exception):
+    def __init__(self, parser):
+        self.parser = parser
+
+
+def _parser(module_main, argv):
+    """The parser ``module_main`` builds (caught at ``parse_args``)."""
+    original = argparse.ArgumentParser.parse_args
+
+    def capture(self, *args, **kwargs):
+        raise _Parsed(self)
+
+    argparse.ArgumentParser.parse_args = capture
+    try:
+        module_main(argv)
+    except _Parsed as p:
+        return p.parser
+    finally:
+        argparse.ArgumentParser.parse_args = original
+    raise AssertionError("main() did not parse arguments")
+
+
+def _undocumented(parser: argparse.ArgumentParser, only: set[str] | None = None) -> list[str]:
+    missing = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                if only is None or name in only:
+                    missing += [f"{name} {m}" for m in _undocumented(sub)]
+        elif not action.help:
+            missing.append("/".join(action.option_strings) or action.dest)
+    return missing
+
+
+def test_every_argument_has_help():
+    from engine import cli as engine_cli
+    from laya_lsp import cli as lsp_cli
+
+    assert _undocumented(lsp_cli.build_parser()) == []
+    # complete, demo and bench (corpus/train/eval/export are the training tools)
+    laya = _parser(engine_cli.main, ["complete"])
+    assert _undocumented(laya, only={"complete", "demo", "bench"}) == []
+
+
+# --- the demo shows what was typed ----------------------------------------------------------------
+
+def test_before_cursor_shows_the_previous_line_at_a_line_start():
+    text = "class A:\n    def f(self):\n        return 1\n\n    def g"
+    assert before_cursor(text, len(text) - 5) == r"class A:\ndef f(self):\nreturn 1\n\n|"
+    assert before_cursor("x = os.pa", 9) == "x = os.pa|"
+    assert before_cursor("a" * 100, 100, width=10) == "a" * 10 + "|"
+
+
+def test_demo_prints_each_sample_with_the_text_before_the_cursor():
+    out = run(LAYA + ["demo"], timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    samples = [line for line in out.stdout.splitlines() if " -> " in line]
+    assert len(samples) >= 5, out.stdout
+    for line in samples:
+        shown = line.split(" -> ")[0].strip()
+        assert shown.endswith("|") and len(shown) > 1, f"a sample without context: {line!r}"
+    assert "keystrokes saved" in out.stdout
