@@ -110,6 +110,12 @@ def _cmd_eval(a) -> int:
     return evaluate.main(a)
 
 
+def _cmd_tune(a) -> int:
+    from . import tune
+
+    return tune.main(a)
+
+
 def _cmd_bench(a) -> int:
     from . import bench
 
@@ -170,11 +176,24 @@ def main(argv=None) -> int:
     p = sub.add_parser("eval", help="keystrokes saved and next-identifier accuracy on held-out code")
     p.add_argument("--corpus", default=str(DEFAULT_CORPUS))
     p.add_argument("--model", default=None)
-    p.add_argument("--files", type=int, default=6)
+    p.add_argument("--files", type=int, default=6, help="files per language")
     p.add_argument("--max-chars", type=int, default=6000)
     p.add_argument("--through-server", action="store_true", help="replay typing over LSP stdio")
     p.add_argument("--seed", type=int, default=0, help="which held-out files (0: the reported set)")
+    p.add_argument("--split", choices=("eval", "tune"), default="eval",
+                   help="eval: the reported packages; tune: the packages ranking weights are tuned on")
+    p.add_argument("--languages", default=None, help="comma-separated languages (default: all in the corpus)")
+    p.add_argument("--workspace", choices=("both", "off", "only"), default="both",
+                   help="also (or only) type each file with the rest of its package as the workspace")
     p.set_defaults(fn=_cmd_eval)
+
+    p = sub.add_parser("tune", help="choose ranking options per language on the tune packages")
+    p.add_argument("--corpus", default=str(DEFAULT_CORPUS), help="corpus folder built by `laya corpus`")
+    p.add_argument("--model", default=None, help="model folder (default: the shipped model)")
+    p.add_argument("--files", type=int, default=4, help="tune files per language")
+    p.add_argument("--max-chars", type=int, default=6000, help="each file is cut to this many characters")
+    p.add_argument("--languages", default=None, help="comma-separated languages (default: all in the corpus)")
+    p.set_defaults(fn=_cmd_tune)
 
     p = sub.add_parser("bench", help="decision latency (100 warm-up, 1000 runs) and LSP round trip")
     p.add_argument("--model", default=None, help="model folder (default: the shipped model)")

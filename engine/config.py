@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import cattrs
@@ -60,6 +60,40 @@ class EngineConfig:
     """Sharpness of the neural cache's similarity (``exp(theta * h_i . h)``)."""
     word_prior_alpha: float = 0.5
     """Additive smoothing of identifier counts inside one first token's group."""
+    prior_weights: dict[str, float] = field(default_factory=lambda: {
+        "doc3": 0.2, "doc2": 0.15, "doc1": 0.15, "win": 0.1, "cor3": 0.15, "cor2": 0.1, "cor1": 0.15})
+    """Interpolation weights of the n-gram prior (Jelinek-Mercer smoothing): document trigram,
+    bigram and unigram, the context window's identifiers, corpus trigram, bigram and unigram (the
+    corpus includes the workspace). They should sum to 1."""
+    doc_confidence: float = 1.0
+    """A document n-gram context seen ``n`` times gets ``n / (n + doc_confidence)`` of its weight
+    (Witten-Bell-style: a context seen often in this document is trusted more)."""
+    workspace_weight: float = 1.0
+    """The workspace's share of corpus unigram mass when it is merged into a language's lexicon
+    (``engine.lexicon.merge_lexicons``): 1 means the workspace's identifiers together weigh as
+    much as the whole shipped corpus's."""
+    language: dict[str, dict] = field(default_factory=dict)
+    """Per-language overrides of the ranking options above (``[language.go]`` tables in the
+    variant file), tuned on the ``tune`` packages of that language (``laya eval --split tune``)."""
+
+    def for_language(self, name: str) -> "EngineConfig":
+        """This config with the overrides of language ``name`` applied (itself when there are none).
+
+        Raises:
+            ValueError: an override names an unknown option or has a wrong type.
+        """
+        over = self.language.get(name)
+        if not over:
+            return self
+        cached = self.__dict__.setdefault("_per_language", {})
+        if name not in cached:
+            data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "language"}
+            data.update(over)
+            try:
+                cached[name] = _converter.structure(data, EngineConfig)
+            except Exception as e:
+                raise ValueError(f"variant {self.name!r}, [language.{name}]: {e}") from e
+        return cached[name]
 
 
 _converter = cattrs.Converter(forbid_extra_keys=True)

@@ -11,7 +11,7 @@ one and two previous pieces (``("self", ".")`` -> ``name``). Two of these exist 
   plus the identifiers of the lines in the model's context window, which are always fresh.
 
 :func:`pool` merges both into one prior ``P(identifier | previous pieces)`` by linear
-interpolation (Jelinek-Mercer smoothing; weights in ``WEIGHTS``) and returns the best
+interpolation (Jelinek-Mercer smoothing; weights in ``EngineConfig.prior_weights``) and returns the best
 ``pool_size`` identifiers that start with the typed prefix.
 """
 
@@ -31,11 +31,7 @@ MIN_WORD_LEN = 2
 """Identifiers shorter than this are not worth completing (typing them costs at most one key)."""
 
 WEIGHTS = {"doc3": 0.2, "doc2": 0.15, "doc1": 0.15, "win": 0.1, "cor3": 0.15, "cor2": 0.1, "cor1": 0.15}
-"""Interpolation weights of the prior: document trigram/bigram/unigram, context-window identifiers,
-corpus trigram/bigram/unigram (they sum to 1)."""
-
-CONFIDENCE = 1.0
-"""A document n-gram context seen ``n`` times gets ``n / (n + CONFIDENCE)`` of its weight."""
+"""Default interpolation weights of the prior (``EngineConfig.prior_weights`` documents them)."""
 
 
 
@@ -282,14 +278,19 @@ class PoolBuilder:
     * context-specific extras (n-gram followers and window identifiers) not in either.
     """
 
-    def __init__(self, corpus: CorpusLexicon | None, first_token):
+    def __init__(self, corpus: CorpusLexicon | None, first_token, weights: dict[str, float] | None = None,
+                 confidence: float = 1.0):
         """
         Args:
             corpus: shipped corpus lexicon, or None.
             first_token: ``word -> first BPE token id`` (for words outside the corpus lexicon).
+            weights: interpolation weights (``EngineConfig.prior_weights``; default ``WEIGHTS``).
+            confidence: ``EngineConfig.doc_confidence``.
         """
         self.corpus = corpus
         self.first_token = first_token
+        self.weights = dict(weights or WEIGHTS)
+        self.confidence = confidence
         self._empty_doc = DocLexicon("")
         self._window_key = None
         self._window_scores: list = []
@@ -345,14 +346,14 @@ class PoolBuilder:
         self.arr = self.doc_arrays(doc)
         k3, k2 = keys
         k3s = _key3(k3)
-        W = WEIGHTS
+        W = self.weights
         extra: dict[str, float] = defaultdict(float)
 
         def add(c, weight):
             if c:
                 tot = sum(c.values())
                 # Witten-Bell-style confidence: a context seen often in this document is trusted more
-                weight *= tot / (tot + CONFIDENCE)
+                weight *= tot / (tot + self.confidence)
                 for w, n in c.items():
                     extra[w] += weight * n / tot
 

@@ -193,7 +193,9 @@ class Predictor:
         pool = self._pools.get(lang.name)
         if pool is None:
             lex = self._workspace.get(lang.name) or self.corpus_lexicon(lang.name)
-            pool = self._pools[lang.name] = PoolBuilder(lex, self._first_token)
+            cfg = self.config.for_language(lang.name)
+            pool = self._pools[lang.name] = PoolBuilder(lex, self._first_token, cfg.prior_weights,
+                                                        cfg.doc_confidence)
         return pool
 
     def _language(self, language) -> Language:
@@ -209,7 +211,7 @@ class Predictor:
             return BY_NAME["python"] if "python" in self.lexicons else UNKNOWN
         return lang
 
-    def build_workspace(self, texts: dict[str, list[str]], weight: float = 1.0) -> dict[str, CorpusLexicon]:
+    def build_workspace(self, texts: dict[str, list[str]], weight: float | None = None) -> dict[str, CorpusLexicon]:
         """Count a workspace's files, per language, merged into each language's corpus lexicon.
 
         Touches no model state, so it may (and should: ~0.1-1 s) run off the engine thread;
@@ -218,7 +220,7 @@ class Predictor:
         Args:
             texts: language name -> texts of the workspace's files of that language.
             weight: the workspace's share of unigram mass relative to the corpus (1: as much;
-                ``engine.lexicon.merge_lexicons``).
+                ``engine.lexicon.merge_lexicons``); None: the variant's ``workspace_weight``.
 
         Returns:
             Language name -> merged lexicon (the workspace's alone for a language that ships none).
@@ -227,7 +229,8 @@ class Predictor:
         for name, docs in texts.items():
             if docs:
                 ws = CorpusLexicon.from_texts(docs, self.tok, min_context_count=1)
-                out[name] = merge_lexicons(self.corpus_lexicon(name), ws, weight)
+                w = weight if weight is not None else self.config.for_language(name).workspace_weight
+                out[name] = merge_lexicons(self.corpus_lexicon(name), ws, w)
         return out
 
     def set_workspace(self, merged: dict[str, CorpusLexicon]) -> None:
@@ -343,6 +346,7 @@ class Predictor:
             self.language = lang
             self.pool = self._pool_for(lang)
             self._pool_doc = None
+        cfg = self.config.for_language(lang.name)
         if ctx_text == self._ctx_text and self._ctx is not None:
             ctx = self._ctx  # same word start as the last call: same window
         else:
@@ -359,7 +363,7 @@ class Predictor:
                 self._first_known[:] = False
                 self._line_cache.clear()
             self._begin_pool(ctx_text, doc)
-        words, prior, firsts = self.pool.candidates(typed, self.config.pool_size)
+        words, prior, firsts = self.pool.candidates(typed, cfg.pool_size)
         if not len(words):
             return []
         # LM head over the pool's first tokens, computed once per context. With this model's
@@ -380,18 +384,18 @@ class Predictor:
                 self._first_logits[need] = self.backend.logits(self._hidden, need)
                 self._first_known[need] = True
         net = self._first_logits[firsts]
-        p = prior + self.config.word_prior_alpha / len(words)
+        p = prior + cfg.word_prior_alpha / len(words)
         # P(w | t1): normalise the prior inside each first-token group
         group = np.bincount(firsts, weights=p, minlength=len(self._first_logits))[firsts]
-        if self.config.mix == "linear" and len(self._first_logits) <= FULL_HEAD_MAX_VOCAB:
+        if cfg.mix == "linear" and len(self._first_logits) <= FULL_HEAD_MAX_VOCAB:
             # P(w) = b * P_net(t1) P_prior(w | t1) + (1 - b) * P_prior(w), with P_net a softmax over
             # the whole vocabulary and P_prior normalised over the pool
             lz = self._log_z
             p_net = np.exp(net - lz) * (p / group)
-            b = self.config.net_weight
+            b = cfg.net_weight
             score = np.log(b * p_net + (1 - b) * p / p.sum())
         else:
-            score = net + np.log(p / group) + self.config.prior_weight * np.log(p)
+            score = net + np.log(p / group) + cfg.prior_weight * np.log(p)
         order = np.argsort(-score, kind="stable").tolist()
         out = []
         for i in order:
@@ -412,14 +416,15 @@ class Predictor:
         """Mix in a neural cache (Grave et al. 2017, "Improving neural language models with a
         continuous cache"): positions of the window whose hidden state resembles the current one
         vote for the token that followed them. Returns log-probabilities."""
-        lam = self.config.cache_weight
+        cfg = self.config.for_language(self.language.name)
+        lam = cfg.cache_weight
         hid = getattr(self.backend, "hid", None)
         n = len(ctx) - 1
         m = logits.max()
         logp = logits - m - np.log(np.exp(logits - m).sum())
         if lam <= 0 or hid is None or n < 2:
             return logp
-        sims = hid[:n] @ self._hidden * self.config.cache_theta
+        sims = hid[:n] @ self._hidden * cfg.cache_theta
         sims = np.exp(sims - sims.max())
         p_cache = np.bincount(np.asarray(ctx[1 : n + 1]), weights=sims, minlength=len(logits))
         p_cache /= p_cache.sum()
