@@ -29,7 +29,8 @@ def _utf16_len(s: str) -> int:
 class ReplayClient:
     """A synchronous facade over an async pygls client running in its own thread."""
 
-    def __init__(self, model: str | None = None, init_options: dict | None = None):
+    def __init__(self, model: str | None = None, init_options: dict | None = None,
+                 root_uri: str | None = None):
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
@@ -43,9 +44,17 @@ class ReplayClient:
         self.t_spawn = time.perf_counter()
         self._run(self.client.start_io(sys.executable, "-m", "laya_lsp",
                                        env={**os.environ, "HF_HUB_OFFLINE": "1"}))
+        self.progress_done: set = set()
+        self._progress_titles: dict[str, str] = {}
+        self.client.feature(types.PROGRESS)(lambda p: self._on_progress(p))  # pygls tags the function: no bound methods
+        self.client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)(lambda p: None)
+        folders = [types.WorkspaceFolder(uri=root_uri, name="workspace")] if root_uri else None
         result = self._run(self.client.initialize_async(types.InitializeParams(
-            capabilities=types.ClientCapabilities(),
+            capabilities=types.ClientCapabilities(
+                window=types.WindowClientCapabilities(work_done_progress=bool(root_uri))),
             initialization_options=opts,
+            root_uri=root_uri,
+            workspace_folders=folders,
         )))
         self.t_initialized = time.perf_counter() - self.t_spawn
         self.server_info = result.server_info
@@ -53,6 +62,25 @@ class ReplayClient:
         self.uri = None
         self.text = ""
         self.version = 0
+
+    def _on_progress(self, params: types.ProgressParams) -> None:
+        """Record the titles of work-done progress that ended (the server's ``$/progress``)."""
+        value = params.value
+        get = value.get if isinstance(value, dict) else (lambda k, v=value: getattr(v, k, None))
+        if get("kind") == "begin":
+            self._progress_titles[str(params.token)] = get("title") or ""
+        elif get("kind") == "end":
+            self.progress_done.add(self._progress_titles.get(str(params.token), ""))
+
+    def wait_for_workspace(self, timeout: float = 120) -> bool:
+        """Wait until the server reports the workspace index done (work-done progress whose
+        title mentions the workspace); False on timeout."""
+        t = time.perf_counter()
+        while time.perf_counter() - t < timeout:
+            if any("workspace" in (d or "").lower() for d in self.progress_done):
+                return True
+            time.sleep(0.05)
+        return False
 
     def _run(self, coro, timeout: float = 60):
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
@@ -125,27 +153,64 @@ class ReplayClient:
             self.loop.call_soon_threadsafe(self.loop.stop)
 
 
-def evaluate_through_server(files, model=None):
-    """The ``engine.evaluate`` protocol with every completion asked over LSP stdio."""
-    from engine.evaluate import Score, WordCompletion, score_file
+def evaluate_through_server(files, model=None, workspace: bool = False):
+    """The ``engine.evaluate`` protocol with every completion asked over LSP stdio.
 
-    c = ReplayClient(model)
-    eng, base = Score(), Score()
+    Args:
+        files: ``engine.evaluate.EvalFile`` list.
+        workspace: give each file's package (less the typed files) to the server as its workspace
+            folder (a temporary copy), one server per package.
+
+    Returns:
+        ``({language: (engine score, baseline score)}, seconds)``.
+    """
+    import shutil
+    import tempfile
+
+    from engine.evaluate import Score, WordCompletion, score_file, workspace_files
+
+    scores: dict = {}
     t0 = time.perf_counter()
-    try:
-        for name, text in files:
-            c.open(f"file:///heldout/{name}", "")
+    groups: dict = {}
+    for f in files:  # one server (and workspace) per package in workspace mode, else one in all
+        groups.setdefault(f.package_dir if workspace else None, []).append(f)
+    typed = {f.name for f in files}
+    for pkg_dir, group in groups.items():
+        tmp = None
+        opts = None
+        root = None
+        if pkg_dir is not None:
+            tmp = tempfile.mkdtemp(prefix="laya-ws-")
+            for rel, text in workspace_files(group[0], typed):
+                dst = Path(tmp) / rel
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                dst.write_text(text, "utf-8")
+            root = Path(tmp).as_uri()
+        c = ReplayClient(model, init_options=opts, root_uri=root)
+        try:
+            if root is not None:
+                c.wait_for_workspace()
+            for f in group:
+                eng, base = scores.setdefault(f.language, (Score(), Score()))
+                base_dir = Path(tmp) if tmp else Path("/heldout")
+                c.open((base_dir / f.name.split("/", 1)[1]).as_uri(), "", _LANGUAGE_IDS.get(f.language, f.language))
 
-            def ask(prefix):
-                c.type_to(prefix)
-                items, _ = c.complete()
-                return [i.label for i in items if i.kind != types.CompletionItemKind.Text]
+                def ask(prefix):
+                    c.type_to(prefix)
+                    items, _ = c.complete()
+                    return [i.label for i in items if i.kind != types.CompletionItemKind.Text]
 
-            score_file(text, ask, eng, WordCompletion(), base)
-            c.close()
-    finally:
-        c.shutdown()
-    return eng, base, time.perf_counter() - t0
+                score_file(f.text, ask, eng, WordCompletion(), base, language=f.language)
+                c.close()
+        finally:
+            c.shutdown()
+            if tmp:
+                shutil.rmtree(tmp, ignore_errors=True)
+    return scores, time.perf_counter() - t0
+
+
+_LANGUAGE_IDS = {"c": "c"}
+"""LSP ``languageId`` for each engine language whose id differs from its name (none do today)."""
 
 
 def pct(xs) -> str:

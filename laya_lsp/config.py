@@ -45,6 +45,10 @@ class InitializationOptions:
     stdio, stderr carries only errors."""
     backend: str | None = None
     """Override the variant's backend: ``numpy``, ``mlx`` or ``auto``. Unset: the variant's."""
+    workspace_index: bool = True
+    """Index the workspace folders' source files (honouring ``.gitignore``; at most 20,000 files
+    and 30 MB) so that their names and phrases are suggested, per language; re-indexed on save
+    and on file changes."""
 
 
 def _camel(name: str) -> str:

@@ -18,7 +18,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.workspace import TextDocument
 
-from . import __version__, completion, inline, logging_setup
+from . import __version__, completion, inline, logging_setup, workspace_index
 from .config import InitializationOptions, parse_options
 from .documents import normalize_newlines
 from .loading import ModelHandle, report_loading
@@ -86,6 +86,7 @@ class LayaServer(LanguageServer):
         self.observer = Throttle(OBSERVE_INTERVAL_S)
         self.counting = ThreadPoolExecutor(max_workers=1, thread_name_prefix="laya-count")
         """Builds documents' n-grams off the engine thread (``Predictor.build_document``)."""
+        self.workspace_index = workspace_index.WorkspaceIndex(self)
 
     @property
     def client_supports_progress(self) -> bool:
@@ -148,6 +149,7 @@ def on_initialize(ls: LayaServer, params: types.InitializeParams) -> None:
         ls.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, inline.OPTIONS)(inline.inline_completion)
     client = params.client_info.name if params.client_info else "unknown client"
     log.info("initialize from %s; options %s", client, ls.options)
+    ls.workspace_index.configure(params, ls.options)
     ls.model.start(ls, ls.options)
 
 
@@ -161,10 +163,12 @@ async def on_initialized(ls: LayaServer, params: types.InitializedParams) -> Non
             type=types.MessageType.Warning,
             message="Laya: problems in initializationOptions (the rest apply): "
                     + "; ".join(ls.option_problems)))
+    ls.workspace_index.start()
     await report_loading(ls)
 
 
 def on_shutdown(ls: LayaServer, params: None) -> None:
+    ls.workspace_index.shutdown()
     ls.bridge.shutdown()
 
 
@@ -201,4 +205,7 @@ def create_server(*, cli_log_level: str | None = None) -> LayaServer:
     ls.feature(types.TEXT_DOCUMENT_DID_CHANGE)(did_change)
     ls.feature(types.TEXT_DOCUMENT_DID_CLOSE)(did_close)
     ls.feature(types.TEXT_DOCUMENT_COMPLETION, completion.OPTIONS)(completion.completion)
+    ls.feature(types.TEXT_DOCUMENT_DID_SAVE)(workspace_index.did_save)
+    ls.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)(workspace_index.did_change_watched_files)
+    ls.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)(workspace_index.did_change_workspace_folders)
     return ls

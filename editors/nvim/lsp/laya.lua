@@ -19,5 +19,6 @@ return {
     enableInline = true, -- answer textDocument/inlineCompletion with the rest-of-line continuation
     logLevel = 'info', -- 'debug', 'info', 'warning' or 'error'
     backend = nil, -- override the variant's backend: 'numpy', 'mlx' or 'auto'; nil: the variant's
+    workspaceIndex = true, -- index the workspace's source files (honours .gitignore) for suggestions
   },
 }

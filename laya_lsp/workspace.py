@@ -1,0 +1,212 @@
+"""Finding and reading a workspace's source files (no LSP here; :mod:`.workspace_index` drives it).
+
+:func:`read_workspace` walks the workspace folders and returns the text of each source file of a
+language the engine knows (``engine.languages.for_path``), grouped by language. It honours the
+``.gitignore`` files it meets (and ``.git/info/exclude``), with git's rules as implemented by
+``pathspec.GitIgnoreSpec``; it never enters version-control folders, ``node_modules``, virtual
+environments (a folder named ``.venv``/``venv`` or holding ``pyvenv.cfg``) or build output; it
+skips binary files (a NUL byte in the first 8 KB), files over 1 MB and symbolic links that lead out
+of the folder, and stops at 20,000 files or 30 MB of text. It reads nothing outside the folders:
+not the user's global git excludes, not a symlinked folder (never followed).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pathspec
+
+from engine.languages import UNKNOWN, for_path
+
+log = logging.getLogger(__name__)
+
+MAX_FILES = 20_000
+"""Most source files read in one walk (all folders together)."""
+MAX_BYTES = 30_000_000
+"""Most bytes of source read in one walk; the counts built from them stay well under this."""
+MAX_FILE_BYTES = 1_000_000
+"""Larger files are skipped: generated code, bundles and data, not what the user types."""
+MAX_ENTRIES = 500_000
+"""Most directory entries looked at (a tree of many non-source files stops here)."""
+BINARY_PROBE = 8192
+"""A file with a NUL byte in its first this-many bytes is binary (git's own test)."""
+
+SKIP_DIRS = frozenset({
+    ".git", ".hg", ".svn", ".jj",  # version control
+    "node_modules", "bower_components", ".venv", "venv", "site-packages",  # dependencies
+    "build", "dist", "target", "__pycache__", ".tox", ".nox", ".eggs", ".next", ".gradle",
+    ".mypy_cache", ".pytest_cache", ".ruff_cache", ".cache",  # build output and caches
+})
+"""Folder names never entered, wherever they are (``*.egg-info`` too)."""
+
+
+@dataclass
+class WorkspaceFiles:
+    """What one walk read."""
+
+    texts: dict[str, list[str]] = field(default_factory=dict)
+    """Language name (``engine.languages``) -> the texts of that language's files."""
+    files: int = 0
+    bytes: int = 0
+    skipped: Counter = field(default_factory=Counter)
+    """Why files or folders were passed over -> how many (``"ignored"``, ``"binary"``, ...)."""
+    stopped: str | None = None
+    """The bound that ended the walk early (``"20000 files"``, ...), or ``"cancelled"``."""
+
+
+class _Ignores:
+    """The ``.gitignore`` rules in force in one folder: ``(base, spec)`` from the top down."""
+
+    def __init__(self, rules: tuple[tuple[str, pathspec.GitIgnoreSpec], ...] = ()) -> None:
+        self.rules = rules
+
+    def child(self, base: str, lines: list[str]) -> _Ignores:
+        spec = pathspec.GitIgnoreSpec.from_lines(lines)
+        return _Ignores(self.rules + ((base, spec),)) if len(spec.patterns) else self
+
+    def ignored(self, rel: str, is_dir: bool) -> bool:
+        """Is ``rel`` (posix, relative to the walked folder) ignored? A deeper file's verdict wins
+        over a shallower one's, and the last matching pattern in a file wins (git's rules)."""
+        verdict = False
+        for base, spec in self.rules:
+            sub = rel[len(base) + 1:] if base else rel
+            result = spec.check_file(sub + "/" if is_dir else sub)
+            if result.include is not None:
+                verdict = result.include
+        return verdict
+
+
+def _read_rules(path: Path) -> list[str]:
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
+            return []
+        return path.read_text("utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+
+
+def _is_skipped_dir(path: str, name: str) -> bool:
+    return (name in SKIP_DIRS or name.endswith(".egg-info")
+            or os.path.exists(os.path.join(path, "pyvenv.cfg")))  # a virtual environment under any name
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def read_workspace(folders: list[str | Path], *, max_files: int = MAX_FILES, max_bytes: int = MAX_BYTES,
+                   max_file_bytes: int = MAX_FILE_BYTES, max_entries: int = MAX_ENTRIES,
+                   stop: threading.Event | None = None) -> WorkspaceFiles:
+    """Read the source files of ``folders`` (see the module docstring for what is skipped).
+
+    Args:
+        folders: local folder paths. A folder inside another one listed is read once; one that is
+            missing or not a folder is skipped.
+        max_files, max_bytes: bounds on what is read (all folders together); the walk stops at the
+            first one reached and says so in ``stopped`` (and in the log).
+        max_file_bytes: larger files are skipped.
+        max_entries: most directory entries looked at.
+        stop: set it to end the walk early (a newer walk supersedes this one).
+
+    Returns:
+        The texts per language, newlines normalized to ``\\n``, in a stable order (sorted paths).
+    """
+    out = WorkspaceFiles()
+    seen: set[str] = set()
+    entries = 0
+    roots = sorted({os.path.realpath(f) for f in folders if os.path.isdir(f)})
+    roots = [r for r in roots if not any(o != r and _inside(r, o) for o in roots)]
+    for root in roots:
+        ignores = {root: _Ignores().child("", _read_rules(Path(root, ".git", "info", "exclude")))}
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+            here = ignores.pop(dirpath)
+            rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
+            rel_dir = "" if rel_dir == "." else rel_dir
+            if ".gitignore" in filenames:
+                here = here.child(rel_dir, _read_rules(Path(dirpath, ".gitignore")))
+            keep = []
+            for name in sorted(dirnames):
+                rel = f"{rel_dir}/{name}" if rel_dir else name
+                path = os.path.join(dirpath, name)
+                if os.path.islink(path):
+                    out.skipped["symlink"] += 1
+                elif _is_skipped_dir(path, name):
+                    out.skipped["skipped folder"] += 1
+                elif here.ignored(rel, is_dir=True):
+                    out.skipped["ignored"] += 1
+                else:
+                    keep.append(name)
+                    ignores[path] = here
+            dirnames[:] = keep  # os.walk descends only into these
+            for name in sorted(filenames):
+                entries += 1
+                if entries > max_entries:
+                    out.stopped = f"{max_entries} directory entries"
+                elif stop is not None and stop.is_set():
+                    out.stopped = "cancelled"
+                if out.stopped:
+                    break
+                lang = for_path(name)
+                if lang is UNKNOWN:
+                    continue
+                rel = f"{rel_dir}/{name}" if rel_dir else name
+                if here.ignored(rel, is_dir=False):
+                    out.skipped["ignored"] += 1
+                    continue
+                text = _read_source(os.path.join(dirpath, name), root, seen, max_file_bytes, out)
+                if text is None:
+                    continue
+                size = len(text.encode("utf-8"))
+                if out.files >= max_files:
+                    out.stopped = f"{max_files} files"
+                elif out.bytes + size > max_bytes:
+                    out.stopped = f"{max_bytes / 1e6:.0f} MB of text"
+                if out.stopped:
+                    break
+                out.texts.setdefault(lang.name, []).append(text)
+                out.files += 1
+                out.bytes += size
+            if out.stopped:
+                break
+        if out.stopped:
+            break
+    if out.stopped and out.stopped != "cancelled":
+        log.warning("workspace index stopped at %s (%d files, %.1f MB read); the rest is left out",
+                    out.stopped, out.files, out.bytes / 1e6)
+    return out
+
+
+def _read_source(path: str, root: str, seen: set[str], max_file_bytes: int,
+                 out: WorkspaceFiles) -> str | None:
+    """A source file's text, or None (counted in ``out.skipped``) when it must be passed over."""
+    real = os.path.realpath(path)
+    if not _inside(real, root):
+        out.skipped["symlink"] += 1
+        return None
+    if real in seen:  # a symlink to a file already read
+        return None
+    seen.add(real)
+    try:
+        if not os.path.isfile(real):
+            return None
+        if os.path.getsize(real) > max_file_bytes:
+            out.skipped["too large"] += 1
+            return None
+        with open(real, "rb") as fh:
+            data = fh.read(max_file_bytes + 1)
+    except OSError as e:
+        log.debug("workspace: cannot read %s: %s", path, e)
+        out.skipped["unreadable"] += 1
+        return None
+    if len(data) > max_file_bytes:
+        out.skipped["too large"] += 1
+        return None
+    if b"\0" in data[:BINARY_PROBE]:
+        out.skipped["binary"] += 1
+        return None
+    return data.decode("utf-8", errors="replace").replace("\r\n", "\n")

@@ -1,0 +1,249 @@
+"""The workspace as context: index the workspace folders' source files into the engine, per language.
+
+Path of an index: ``initialize`` names the folders; after ``initialized`` a walk
+(:func:`.workspace.read_workspace`) reads them on the ``laya-workspace`` thread, then, once the model
+is loaded, ``Predictor.build_workspace`` counts them on the same thread and ``set_workspace``
+installs the result on the engine thread (a background job: a completion never waits for it).
+``didChangeWorkspaceFolders``, ``didSave`` and ``didChangeWatchedFiles`` (registered dynamically
+where the client allows) start a full re-index, at most once per :data:`REINDEX_INTERVAL_S`; a
+newer index stops an older one. Each index shows work-done progress titled "Laya: indexing
+workspace" (the replay client's ``wait_for_workspace`` waits for its end). The ``workspaceIndex``
+option turns all of it off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import os
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Iterable
+
+from lsprotocol import types
+from pygls.capabilities import get_capability
+from pygls.uris import from_fs_path, to_fs_path
+
+from engine.languages import LANGUAGES, UNKNOWN, for_path
+
+from .config import InitializationOptions
+from .scheduling import Throttle
+from .workspace import SKIP_DIRS, WorkspaceFiles, read_workspace
+
+if TYPE_CHECKING:
+    from .server import LayaServer
+
+log = logging.getLogger(__name__)
+
+REINDEX_INTERVAL_S = 10.0
+"""Most one re-index per this many seconds; changes inside the interval wait for its end (one
+trailing re-index for a burst of saves, a branch switch, a formatter run)."""
+PROGRESS_TITLE = "Laya: indexing workspace"
+WATCH_ID = "laya-workspace-watch"
+
+
+def _folder_path(uri: str | None) -> str | None:
+    """The local path of a ``file:`` URI (None for other schemes)."""
+    if not uri or not uri.startswith("file:"):
+        return None
+    return to_fs_path(uri)
+
+
+def watch_globs() -> list[str]:
+    """Glob patterns for ``didChangeWatchedFiles``: each known language's extensions, .gitignore."""
+    exts = sorted({e for lang in LANGUAGES for e in lang.extensions})
+    return [f"**/*{e}" for e in exts] + ["**/.gitignore"]
+
+
+class WorkspaceIndex:
+    """The workspace folders and the index of their files (loop-thread state)."""
+
+    def __init__(self, ls: LayaServer) -> None:
+        self.ls = ls
+        self.enabled = False
+        self.folders: dict[str, str] = {}
+        """Folder URI -> local path."""
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="laya-workspace")
+        self.throttle = Throttle(REINDEX_INTERVAL_S)
+        self.generation = 0
+        self._stop = threading.Event()
+        self._task: asyncio.Task | None = None
+        self.last: WorkspaceFiles | None = None
+        """What the last completed index read (for logs and tests)."""
+
+    # -- folders -----------------------------------------------------------------------------------
+    def configure(self, params: types.InitializeParams, options: InitializationOptions) -> None:
+        """Take the folders from ``initialize`` (``workspaceFolders``, else ``rootUri``/``rootPath``)."""
+        self.enabled = options.workspace_index
+        self.folders.clear()
+        if params.workspace_folders:
+            uris = [f.uri for f in params.workspace_folders]
+        elif params.root_uri:
+            uris = [params.root_uri]
+        elif params.root_path:
+            uris = [from_fs_path(params.root_path) or ""]
+        else:
+            uris = []
+        self._add(uris)
+
+    def _add(self, uris: Iterable[str]) -> None:
+        for uri in uris:
+            path = _folder_path(uri)
+            if path is not None:
+                self.folders[uri] = path
+            else:
+                log.info("workspace folder %s is not a local folder: not indexed", uri)
+
+    def change_folders(self, event: types.WorkspaceFoldersChangeEvent) -> None:
+        for f in event.removed or []:
+            self.folders.pop(f.uri, None)
+        self._add(f.uri for f in event.added or [])
+        self.request("workspace folders changed")
+
+    def in_workspace(self, uri: str) -> bool:
+        """True for a file of a known language (or a ``.gitignore``) inside a folder and outside
+        the folders a walk never enters."""
+        path = _folder_path(uri)
+        if path is None:
+            return False
+        name = os.path.basename(path)
+        if for_path(name) is UNKNOWN and name != ".gitignore":
+            return False
+        for root in self.folders.values():
+            rel = os.path.relpath(path, root)
+            parts = rel.split(os.sep)
+            if parts[0] != os.pardir and not any(p in SKIP_DIRS for p in parts[:-1]):
+                return True
+        return False
+
+    # -- indexing ----------------------------------------------------------------------------------
+    def request(self, reason: str) -> None:
+        """Re-index soon (throttled). Loop thread."""
+        if not self.enabled:
+            return
+        log.debug("workspace re-index requested: %s", reason)
+        self.throttle.trigger("workspace", self._launch)
+
+    def _launch(self) -> None:
+        self.generation += 1
+        self._stop.set()  # a walk still running is superseded
+        self._stop = threading.Event()
+        self._task = asyncio.ensure_future(self._index(self.generation, self._stop, list(self.folders.values())))
+
+    async def _index(self, generation: int, stop: threading.Event, folders: list[str]) -> None:
+        progress = await _Progress.start(self.ls)
+        outcome = "stopped"
+        try:
+            loop = asyncio.get_running_loop()
+            files = await loop.run_in_executor(self.executor, lambda: read_workspace(folders, stop=stop))
+            if generation != self.generation:
+                outcome = "superseded"
+                return
+            progress.report(f"counting {files.files} files", 50)
+            predictor = await self.ls.model.wait()
+            if predictor is None:
+                outcome = "model not loaded"
+                return
+            merged = await loop.run_in_executor(self.executor, predictor.build_workspace, files.texts)
+            if generation != self.generation:
+                outcome = "superseded"
+                return
+            await asyncio.wrap_future(self._install(predictor, merged))
+            self.last = files
+            outcome = f"{files.files} files, {files.bytes / 1e6:.1f} MB"
+            if files.stopped:
+                outcome += f" (stopped at {files.stopped})"
+            log.info("workspace indexed: %s; skipped %s", outcome, dict(files.skipped) or "nothing")
+        except Exception:
+            log.exception("workspace index failed")
+            outcome = "failed (see the log)"
+        finally:
+            progress.end(outcome)
+
+    def _install(self, predictor, merged) -> concurrent.futures.Future:
+        """Queue ``set_workspace`` on the engine thread; the future resolves once it has run."""
+        done: concurrent.futures.Future = concurrent.futures.Future()
+
+        def install() -> None:
+            try:
+                predictor.set_workspace(merged)
+            finally:
+                done.set_result(None)
+
+        self.ls.bridge.submit_background(install)
+        return done
+
+    def start(self) -> None:
+        """After ``initialized``: the first index and the file-watcher registration. Loop thread."""
+        if not self.enabled:
+            log.info("workspace index off (workspaceIndex: false)")
+            return
+        if self.folders:
+            self.request("initialized")
+        if get_capability(self.ls.client_capabilities,
+                          "workspace.did_change_watched_files.dynamic_registration", False):
+            asyncio.ensure_future(self._register_watchers())
+
+    async def _register_watchers(self) -> None:
+        options = types.DidChangeWatchedFilesRegistrationOptions(
+            watchers=[types.FileSystemWatcher(glob_pattern=g) for g in watch_globs()])
+        try:
+            await self.ls.client_register_capability_async(types.RegistrationParams(registrations=[
+                types.Registration(id=WATCH_ID, method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                                   register_options=options)]))
+        except Exception as e:  # noqa: BLE001 - the client may refuse; didSave still re-indexes
+            log.info("client/registerCapability for file watching failed: %s", e)
+
+    def shutdown(self) -> None:
+        self.enabled = False
+        self._stop.set()
+        self.executor.shutdown(wait=False, cancel_futures=True)
+
+
+class _Progress:
+    """Work-done progress for one index, when the client supports it (else log lines only)."""
+
+    def __init__(self, ls: LayaServer, token: str | None) -> None:
+        self.ls, self.token = ls, token
+
+    @classmethod
+    async def start(cls, ls: LayaServer) -> _Progress:
+        token = None
+        if ls.client_supports_progress:
+            token = f"laya-workspace-{uuid.uuid4()}"
+            try:
+                await ls.work_done_progress.create_async(token)
+                ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
+                    title=PROGRESS_TITLE, message="reading files", percentage=0, cancellable=False))
+            except Exception as e:  # noqa: BLE001 - a client may refuse; indexing goes on
+                log.debug("window/workDoneProgress/create failed: %s", e)
+                token = None
+        return cls(ls, token)
+
+    def report(self, message: str, percentage: int) -> None:
+        if self.token:
+            self.ls.work_done_progress.report(self.token, types.WorkDoneProgressReport(
+                message=message, percentage=percentage))
+
+    def end(self, message: str) -> None:
+        if self.token:
+            self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
+
+
+# --- handlers (registered in server.create_server) -----------------------------------------------
+
+def did_change_workspace_folders(ls: LayaServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+    ls.workspace_index.change_folders(params.event)
+
+
+def did_save(ls: LayaServer, params: types.DidSaveTextDocumentParams) -> None:
+    if ls.workspace_index.in_workspace(params.text_document.uri):
+        ls.workspace_index.request(f"saved {params.text_document.uri}")
+
+
+def did_change_watched_files(ls: LayaServer, params: types.DidChangeWatchedFilesParams) -> None:
+    changed = [c.uri for c in params.changes if ls.workspace_index.in_workspace(c.uri)]
+    if changed:
+        ls.workspace_index.request(f"{len(changed)} files changed, e.g. {changed[0]}")

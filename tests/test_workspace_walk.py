@@ -1,0 +1,117 @@
+"""The workspace walker (``laya_lsp.workspace.read_workspace``): what it reads, skips and stops at."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from laya_lsp.workspace import read_workspace
+
+
+def _write(root: Path, rel: str, text: str = "", data: bytes | None = None) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if data is not None:
+        path.write_bytes(data)
+    else:
+        path.write_text(text, "utf-8")
+    return path
+
+
+def _names(ws) -> set[str]:
+    """The first word after ``def``/``func`` in every text read (one per test file)."""
+    out = set()
+    for texts in ws.texts.values():
+        for t in texts:
+            out.add(t.split()[1].split("(")[0])
+    return out
+
+
+def test_reads_known_languages_grouped_by_language(tmp_path):
+    _write(tmp_path, "a.py", "def alpha(): pass\n")
+    _write(tmp_path, "sub/b.go", "func beta() {}\n")
+    _write(tmp_path, "web/c.ts", "function gamma() {}\n")
+    _write(tmp_path, "web/c.d.ts", "declare delta(): void\n")  # declarations are not typed code
+    _write(tmp_path, "notes.txt", "def epsilon(): pass\n")
+    _write(tmp_path, "crlf.py", "def zeta():\r\n    pass\r\n")
+    ws = read_workspace([tmp_path])
+    assert set(ws.texts) == {"python", "go", "typescript"}
+    assert _names(ws) == {"alpha", "beta", "gamma", "zeta"}
+    assert ws.files == 4 and ws.stopped is None
+    assert all("\r" not in t for t in ws.texts["python"])
+
+
+def test_gitignore_nested_and_negated(tmp_path):
+    _write(tmp_path, ".gitignore", "secret*.py\ngenerated/\n/top_only.py\n")
+    _write(tmp_path, "secret_a.py", "def hidden_a(): pass\n")
+    _write(tmp_path, "generated/g.py", "def hidden_g(): pass\n")
+    _write(tmp_path, "top_only.py", "def hidden_top(): pass\n")
+    _write(tmp_path, "pkg/top_only.py", "def kept_deep(): pass\n")  # anchored pattern: root only
+    _write(tmp_path, "pkg/.gitignore", "!secret_keep.py\nlocal.py\n")
+    _write(tmp_path, "pkg/secret_keep.py", "def kept_negated(): pass\n")
+    _write(tmp_path, "pkg/local.py", "def hidden_local(): pass\n")
+    _write(tmp_path, "local.py", "def kept_local(): pass\n")  # pkg/.gitignore does not reach up
+    _write(tmp_path, ".git/info/exclude", "excluded.py\n")
+    _write(tmp_path, "excluded.py", "def hidden_excluded(): pass\n")
+    ws = read_workspace([tmp_path])
+    assert _names(ws) == {"kept_deep", "kept_negated", "kept_local"}
+    assert ws.skipped["ignored"] >= 5
+
+
+def test_skips_dependencies_envs_build_output_and_vcs(tmp_path):
+    _write(tmp_path, "main.py", "def kept(): pass\n")
+    for rel in ("node_modules/lib/x.js", ".venv/lib/y.py", "venv/z.py", "build/b.py", "dist/d.py",
+                "target/t.rs", "__pycache__/c.py", ".tox/t.py", ".git/hooks/h.py", "pkg.egg-info/e.py"):
+        _write(tmp_path, rel, f"def hidden_{len(rel)}(): pass\n")
+    _write(tmp_path, "myenv/pyvenv.cfg", "home = /usr/bin\n")  # a virtual environment by any name
+    _write(tmp_path, "myenv/lib/site.py", "def hidden_env(): pass\n")
+    ws = read_workspace([tmp_path])
+    assert _names(ws) == {"kept"}
+
+
+def test_skips_binary_and_large_files(tmp_path):
+    _write(tmp_path, "ok.py", "def kept(): pass\n")
+    _write(tmp_path, "blob.py", data=b"def hidden_bin(): pass\n\0\1\2")
+    _write(tmp_path, "huge.py", "def hidden_huge(): pass\n" + "x = 1\n" * 200_000)  # 1.2 MB
+    ws = read_workspace([tmp_path])
+    assert _names(ws) == {"kept"}
+    assert ws.skipped["binary"] == 1 and ws.skipped["too large"] == 1
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symlinks")
+def test_symlinks_out_of_the_folder_are_not_followed(tmp_path):
+    outside = tmp_path / "outside"
+    _write(outside, "o.py", "def hidden_outside(): pass\n")
+    root = tmp_path / "root"
+    _write(root, "in.py", "def kept(): pass\n")
+    (root / "link_dir").symlink_to(outside, target_is_directory=True)
+    (root / "link_file.py").symlink_to(outside / "o.py")
+    (root / "same.py").symlink_to(root / "in.py")  # inside: read once
+    ws = read_workspace([root])
+    assert _names(ws) == {"kept"}
+    assert ws.files == 1
+
+
+def test_bounds_stop_the_walk(tmp_path, caplog):
+    for i in range(30):
+        _write(tmp_path, f"m{i:02d}.py", f"def f{i:02d}(): pass\n" + "#" * 100 + "\n")
+    ws = read_workspace([tmp_path], max_files=10)
+    assert ws.files == 10 and ws.stopped == "10 files"
+    assert _names(ws) == {f"f{i:02d}" for i in range(10)}  # sorted order: the same files each time
+    assert "stopped at 10 files" in caplog.text
+    ws = read_workspace([tmp_path], max_bytes=1000)
+    assert ws.bytes <= 1000 and ws.files == 8 and "MB" in ws.stopped
+
+
+def test_stop_event_and_nested_or_missing_folders(tmp_path):
+    _write(tmp_path, "a.py", "def alpha(): pass\n")
+    _write(tmp_path, "sub/b.py", "def beta(): pass\n")
+    ws = read_workspace([tmp_path, tmp_path / "sub", tmp_path / "missing"])
+    assert ws.files == 2  # sub/ is inside the first folder: read once
+    stop = threading.Event()
+    stop.set()
+    ws = read_workspace([tmp_path], stop=stop)
+    assert ws.files == 0 and ws.stopped == "cancelled"
