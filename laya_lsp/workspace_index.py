@@ -51,6 +51,10 @@ def _folder_path(uri: str | None) -> str | None:
     return to_fs_path(uri)
 
 
+def _executor() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="laya-workspace")
+
+
 def watch_globs() -> list[str]:
     """Glob patterns for ``didChangeWatchedFiles``: each known language's extensions, .gitignore."""
     exts = sorted({e for lang in LANGUAGES for e in lang.extensions})
@@ -65,19 +69,21 @@ class WorkspaceIndex:
         self.enabled = False
         self.folders: dict[str, str] = {}
         """Folder URI -> local path."""
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="laya-workspace")
+        self.executor = _executor()
         self.throttle = Throttle(REINDEX_INTERVAL_S)
         self.generation = 0
         self._stop = threading.Event()
         self._task: asyncio.Task | None = None
         self.last: WorkspaceFiles | None = None
-        """What the last completed index read (for logs and tests)."""
+        """What the last completed index read, less the texts (for logs and tests)."""
 
     # -- folders -----------------------------------------------------------------------------------
     def configure(self, params: types.InitializeParams, options: InitializationOptions) -> None:
         """Take the folders from ``initialize`` (``workspaceFolders``, else ``rootUri``/``rootPath``)."""
         self.enabled = options.workspace_index
         self.folders.clear()
+        if self.executor._shutdown:  # a TCP server initialized again after a shutdown
+            self.executor = _executor()
         if params.workspace_folders:
             uris = [f.uri for f in params.workspace_folders]
         elif params.root_uri:
@@ -151,6 +157,7 @@ class WorkspaceIndex:
                 outcome = "superseded"
                 return
             await asyncio.wrap_future(self._install(predictor, merged))
+            files.texts = {}  # the counts are built: let the 30 MB of text go
             self.last = files
             outcome = f"{files.files} files, {files.bytes / 1e6:.1f} MB"
             if files.stopped:

@@ -209,6 +209,22 @@ async def test_did_save_reindexes(client: LanguageClient, ws_root: Path):
     assert labels and labels[0] == "plonk_gizmo_twice", labels
 
 
+
+@on_server
+async def test_added_workspace_folder_is_indexed(client: LanguageClient, ws_root: Path, tmp_path: Path):
+    await wait_indexed(client, 1)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "snorkels.py").write_text("def snorkel_folder_added(s):\n    return snorkel_folder_added(s)\n")
+    before = len(indexes_done(client))
+    client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+        event=types.WorkspaceFoldersChangeEvent(
+            added=[types.WorkspaceFolder(uri=other.as_uri(), name="other")], removed=[])))
+    await wait_indexed(client, before + 1)
+    labels = await labels_after(client, ws_root, "import os\n\nx = snork")
+    assert labels and labels[0] == "snorkel_folder_added", labels
+    assert "frobnicate_widget" == (await labels_after(client, ws_root, "x = frob"))[0]  # both folders
+
 # --- the option, through the replay client (the eval's client) -----------------------------------
 
 @pytest.mark.parametrize("enabled", [True, False], ids=["on", "off"])
@@ -227,3 +243,18 @@ def test_workspace_index_option(tmp_path: Path, enabled: bool):
             assert "frobnicate_widget" not in [i.label for i in c.complete()[0]]
     finally:
         c.shutdown()
+
+
+def test_which_changes_start_a_reindex(tmp_path: Path):
+    from laya_lsp.workspace_index import WorkspaceIndex
+
+    index = WorkspaceIndex(ls=None)
+    index.folders = {tmp_path.as_uri(): str(tmp_path)}
+    assert index.in_workspace((tmp_path / "pkg" / "a.py").as_uri())
+    assert index.in_workspace((tmp_path / "sub" / ".gitignore").as_uri())
+    assert not index.in_workspace((tmp_path / "node_modules" / "x" / "a.js").as_uri())
+    assert not index.in_workspace((tmp_path / ".venv" / "lib" / "a.py").as_uri())
+    assert not index.in_workspace((tmp_path / "README.md").as_uri())
+    assert not index.in_workspace((tmp_path.parent / "elsewhere.py").as_uri())
+    assert not index.in_workspace("untitled:Untitled-1")
+    index.shutdown()
