@@ -33,7 +33,10 @@ def _port(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="laya-lsp", description=__doc__.split("\n\n")[0])
+    from .protocol import GUARANTEES
+
+    ap = argparse.ArgumentParser(prog="laya-lsp", description=__doc__.split("\n\n")[0],
+                                 epilog=GUARANTEES, formatter_class=argparse.RawDescriptionHelpFormatter)
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--stdio", action="store_true", help="serve over stdin/stdout (the default)")
     mode.add_argument("--tcp", action="store_true", help="serve over TCP on --host:--port")

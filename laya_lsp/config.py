@@ -49,6 +49,9 @@ class InitializationOptions:
     """Index the workspace folders' source files (honouring ``.gitignore``; at most 20,000 files
     and 30 MB) so that their names and phrases are suggested, per language; re-indexed on save
     and on file changes."""
+    watch_process_id: bool = True
+    """Exit when the editor process named by ``processId`` is gone. Turn it off when the editor
+    runs in another PID namespace (a container, a remote host) and reuses a number of ours."""
 
 
 def _camel(name: str) -> str:

@@ -25,8 +25,10 @@ MAX_PREFIX_CHARS = 64 * 1024
 MAX_SUFFIX_CHARS = 4 * 1024
 """Most characters after the cursor handed to the engine."""
 
-# pygls splits lines with str.splitlines(keepends=True), so these all end a line there.
-_LINE_END = re.compile(r"(?:\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029])\Z")
+# LSP line ends (the server's documents split lines this way: laya_lsp.protocol.LspTextDocument)
+_LINE_END = re.compile(r"(?:\r\n|[\n\r])\Z")
+_ILL_FORMED = re.compile("[\ud800-\udfff]")
+"""Lone surrogates: valid in a JSON string, but no UTF-8 encoder (the tokenizer's) can take them."""
 _WORD_AHEAD = re.compile(r"\w*")
 
 
@@ -48,8 +50,11 @@ class CursorContext:
 
 
 def normalize_newlines(text: str) -> str:
-    """CRLF and lone CR to LF (the engine was trained on LF text)."""
-    return text.replace("\r\n", "\n").replace("\r", "\n")
+    """The engine's view of document text: CRLF and lone CR to LF (the engine was trained on LF
+    text), and each character the tokenizer cannot encode (a lone surrogate, which clients send
+    for broken UTF-16) to U+FFFD, one for one."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return _ILL_FORMED.sub("\ufffd", text) if not text.isascii() else text
 
 
 def clamp_position(doc: TextDocument, position: types.Position,

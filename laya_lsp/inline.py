@@ -2,7 +2,8 @@
 
 Registered only when the ``enableInline`` option is on. The one item replaces the identifier
 prefix being typed (its range) with the continuation, which starts with that prefix, so an editor
-shows only the part after the cursor.
+shows only the part after the cursor; the text after the cursor stays, so the continuation never
+repeats what it starts with (:func:`without_overlap`).
 """
 
 from __future__ import annotations
@@ -36,7 +37,23 @@ async def inline_completion(ls: LayaServer, params: types.InlineCompletionParams
     if pred is None:
         return empty()
     line = next((c for c in pred.candidates if c.kind == "line"), None)
-    if line is None or len(line.text) <= len(pred.context.word):
+    if line is None:
+        return empty()
+    text = without_overlap(line.text, pred.context.suffix.split("\n", 1)[0])
+    if len(text) <= len(pred.context.word):
         return empty()
     return types.InlineCompletionList(items=[types.InlineCompletionItem(
-        insert_text=line.text, range=pred.context.insert_range, filter_text=line.text)])
+        insert_text=text, range=pred.context.insert_range, filter_text=text)])
+
+
+def without_overlap(text: str, rest: str) -> str:
+    """``text`` less its longest end that the rest of the line already starts with.
+
+    An editor inserts the item before the text after the cursor, which stays: inside
+    ``sum(map(len, cur|))`` the continuation ``cur_lineno)`` would give ``cur_lineno)))``;
+    trimmed to ``cur_lineno`` it gives ``cur_lineno))``.
+    """
+    for k in range(min(len(text), len(rest)), 0, -1):
+        if text.endswith(rest[:k]):
+            return text[:-k]
+    return text

@@ -67,6 +67,8 @@ class ModelHandle:
                     _load_job, self, model_path, variant, backend))
                 if not self.loaded.done():
                     self.loaded.set_result(True)
+                    for uri in list(ls.opened):  # opened while loading: count their words now
+                        ls.observe(uri)
                 await await_job(ls.bridge.submit(_warmup_job, predictor))
                 break
             except Exception as e:  # noqa: BLE001 - reported to the user, the server stays up

@@ -77,6 +77,13 @@ def _stderr_over_stdio(record: logging.LogRecord) -> bool:
     return not any(isinstance(h, LspLogHandler) and h.takes(record) for h in logging.getLogger().handlers)
 
 
+class _NoTraceback(logging.Formatter):
+    """``name: message`` without the traceback: tracebacks (and the paths in them) stay in the log."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"{record.name}: {record.getMessage()}"
+
+
 class LspLogHandler(logging.Handler):
     """Forward records at the log level to the client as ``window/logMessage``, typed by level.
 
@@ -94,7 +101,7 @@ class LspLogHandler(logging.Handler):
         self.server = server
         self.loop = loop
         self._local = threading.local()
-        self.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        self.setFormatter(_NoTraceback())
 
     def takes(self, record: logging.LogRecord) -> bool:
         """Whether this handler sends ``record`` to the client."""

@@ -8,6 +8,7 @@ it directly.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import unquote
@@ -15,14 +16,12 @@ from urllib.parse import unquote
 from lsprotocol import types
 from pygls.capabilities import get_capability
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
 from pygls.workspace import TextDocument
 
-from . import __version__, completion, inline, logging_setup, workspace_index
+from . import __version__, completion, inline, logging_setup, protocol, workspace_index
 from .config import InitializationOptions, parse_options
 from .documents import normalize_newlines
 from .loading import ModelHandle, report_loading
-from .predictions import arrival_ticket
 from .scheduling import EngineBridge, Sequencer, Throttle
 
 log = logging.getLogger(__name__)
@@ -32,49 +31,13 @@ OBSERVE_INTERVAL_S = 1.0
 MAX_OBSERVE_CHARS = 400_000
 """Most characters of a document handed to ``observe_document`` (the start of the file): counting
 2 M characters blocked the engine thread ~430 ms; 400 K costs under ~100 ms, once a second."""
-_TICKETED = (types.TEXT_DOCUMENT_COMPLETION, types.TEXT_DOCUMENT_INLINE_COMPLETION)
-
-
-class LayaProtocol(LanguageServerProtocol):
-    """Takes the latest-wins ticket of a completion request as it is read off the wire.
-
-    pygls starts an async handler as a task that first runs after the current message is
-    handled; over TCP the next message (an edit) can be handled before that. Taking the ticket
-    here keeps the order the client sent: an edit after the request makes it stale.
-    """
-
-    def _handle_notification(self, method_name, params):
-        """pygls 2.1 keeps the future of every notification run by a generator handler (its own
-        ``didOpen``/``didChange``/``didClose``) in ``_request_futures`` under a random id and never
-        removes it: ~2 KB per keystroke, 4 MB per 2000 edits. Drop those futures once done."""
-        before = set(self._request_futures)
-        super()._handle_notification(method_name, params)
-        for key in [k for k in self._request_futures if k not in before]:
-            fut = self._request_futures[key]
-            if fut.done():
-                del self._request_futures[key]
-            else:
-                fut.add_done_callback(lambda _f, k=key: self._request_futures.pop(k, None))
-
-    def _handle_request(self, msg_id, method_name, params):
-        if method_name in _TICKETED:
-            try:
-                uri = params.text_document.uri
-            except AttributeError:
-                uri = None
-            if uri is not None:
-                arrival_ticket.set(self._server.sequencer.ticket(uri, method_name))
-        try:
-            super()._handle_request(msg_id, method_name, params)
-        finally:
-            arrival_ticket.set(None)
 
 
 class LayaServer(LanguageServer):
     """The Laya language server and its state (options, engine bridge, model, latest-wins)."""
 
     def __init__(self, *, cli_log_level: str | None = None) -> None:
-        super().__init__("laya-lsp", __version__, protocol_cls=LayaProtocol,
+        super().__init__("laya-lsp", __version__, protocol_cls=protocol.LayaProtocol,
                          text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self.options = InitializationOptions()
         self.option_problems: list[str] = []
@@ -87,6 +50,19 @@ class LayaServer(LanguageServer):
         self.counting = ThreadPoolExecutor(max_workers=1, thread_name_prefix="laya-count")
         """Builds documents' n-grams off the engine thread (``Predictor.build_document``)."""
         self.workspace_index = workspace_index.WorkspaceIndex(self)
+        self._opens = itertools.count(1)
+        self.opened: dict[str, int] = {}
+        """Open documents -> the number of their ``didOpen``; the engine thread checks it before
+        installing a document's n-grams, so a ``didClose`` that lands at any moment wins."""
+
+    def exit(self, code: int) -> None:
+        """End the process with ``code`` (the ``exit`` notification; tests replace this)."""
+        from . import cli
+
+        cli.exit_cleanly(self, code)
+
+    def report_server_error(self, error, source) -> None:
+        protocol.report_server_error(self, error, source)
 
     @property
     def client_supports_progress(self) -> bool:
@@ -114,21 +90,22 @@ class LayaServer(LanguageServer):
         # Counting runs on a helper thread (it touches no model state); only installing the
         # result is an engine job, so a large file never holds the engine thread for long.
         future = self.counting.submit(predictor.build_document, text)
-        future.add_done_callback(lambda f: self._install(uri, f))
+        opened = self.opened.get(uri)
+        future.add_done_callback(lambda f: self._install(uri, f, opened))
 
-    def _install(self, uri: str, future) -> None:
+    def _install(self, uri: str, future, opened: int | None = None) -> None:
         if future.cancelled() or future.exception() is not None:
             if not future.cancelled():
                 log.error("counting %s failed: %s", uri, future.exception())
             return
-        if self.open_document(uri) is None:  # closed while it was being counted
-            return
-        self.bridge.submit_background(_install_job, self.model, uri, future.result())
+        self.bridge.submit_background(_install_job, self, uri, future.result(), opened)
 
 
-def _install_job(model: ModelHandle, uri: str, doc) -> None:
-    if model.predictor is not None:
-        model.predictor.set_document(uri, doc)
+def _install_job(ls: LayaServer, uri: str, doc, opened: int | None) -> None:
+    # checked here, on the engine thread, where the forget job of a didClose also runs: a check
+    # before queueing could pass just before the close and install the closed document after it
+    if ls.model.predictor is not None and opened is not None and ls.opened.get(uri) == opened:
+        ls.model.predictor.set_document(uri, doc)
 
 
 def _forget_job(model: ModelHandle, uri: str) -> None:
@@ -154,10 +131,15 @@ def on_initialize(ls: LayaServer, params: types.InitializeParams) -> None:
 
 
 async def on_initialized(ls: LayaServer, params: types.InitializedParams) -> None:
-    if ls.process_id:
+    if ls.process_id and ls.options.watch_process_id:
         from . import cli, parent
 
-        ls.parent_watch = asyncio.ensure_future(parent.watch(ls.process_id, lambda: cli.exit_cleanly(ls, 0)))
+        if parent.alive(ls.process_id):
+            ls.parent_watch = asyncio.ensure_future(
+                parent.watch(ls.process_id, lambda: cli.exit_cleanly(ls, 0)))
+        else:  # the client that just sent it is alive: it names a process we cannot see
+            log.warning("processId %d is not visible here (another PID namespace: a container or "
+                        "a remote editor?); not watching it", ls.process_id)
     if ls.option_problems:
         ls.window_show_message(types.ShowMessageParams(
             type=types.MessageType.Warning,
@@ -176,6 +158,7 @@ def on_shutdown(ls: LayaServer, params: None) -> None:
 
 def did_open(ls: LayaServer, params: types.DidOpenTextDocumentParams) -> None:
     uri = params.text_document.uri
+    ls.opened[uri] = next(ls._opens)
     ls.sequencer.opened(uri)
     ls.observer.cancel(uri)
     ls.observer.trigger(uri, lambda: ls.observe(uri))
@@ -189,6 +172,7 @@ def did_change(ls: LayaServer, params: types.DidChangeTextDocumentParams) -> Non
 
 def did_close(ls: LayaServer, params: types.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
+    ls.opened.pop(uri, None)
     ls.sequencer.forget(uri)
     ls.observer.cancel(uri)
     ls.bridge.submit_background(_forget_job, ls.model, uri)

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -61,14 +62,18 @@ def test_exit_while_busy_is_clean(backend, attempt):
 
 
 def test_exits_when_the_client_process_is_gone():
-    """``processId`` of a process that has exited: the server leaves by itself (status 0)."""
-    gone = subprocess.Popen([sys.executable, "-c", "pass"])
-    gone.wait()
+    """``processId`` of a process that exits after ``initialize``: the server leaves by itself
+    (status 0). (A processId that is not visible at ``initialize`` is not watched: see
+    tests/test_protocol.py.)"""
+    editor = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     p = subprocess.Popen([sys.executable, "-m", "laya_lsp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     p.stdin.write(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                         "params": {"processId": gone.pid, "capabilities": {}}}))
+                         "params": {"processId": editor.pid, "capabilities": {}}}))
     p.stdin.write(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
     p.stdin.flush()  # stdin stays open: only the watch can end the server
-    assert p.wait(timeout=30) == 0
-    assert "client process" in p.stderr.read().decode(errors="replace")
+    read_frame(p.stdout)  # initialized: the watch has started
+    time.sleep(1)
+    editor.kill()
+    editor.wait()
+    assert p.wait(timeout=30) == 0  # (its warning goes to window/logMessage, and may not make it out)

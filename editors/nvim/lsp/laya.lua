@@ -20,5 +20,6 @@ return {
     logLevel = 'info', -- 'debug', 'info', 'warning' or 'error'
     backend = nil, -- override the variant's backend: 'numpy', 'mlx' or 'auto'; nil: the variant's
     workspaceIndex = true, -- index the workspace's source files (honours .gitignore) for suggestions
+    watchProcessId = true, -- exit when the editor's processId is gone; false in a container or remote set-up
   },
 }

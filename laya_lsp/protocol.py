@@ -1,0 +1,362 @@
+"""Every place where Laya departs from, or works around, pygls: the JSON-RPC and LSP rules in one layer.
+
+A message's path: bytes -> ``json.loads`` with :meth:`LayaProtocol.structure_message` (a request
+that cannot be typed strictly becomes a :class:`Malformed`) -> :meth:`LayaProtocol.handle_message`
+(lifecycle gate: -32002 before ``initialize``, -32600 after ``shutdown``) -> pygls's dispatch.
+Each deviation has a regression test in ``tests/test_protocol.py``; on a pygls upgrade, review
+this file and run those tests.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import (JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams,
+                              JsonRpcInvalidRequest, JsonRpcParseError, JsonRpcServerNotInitialized)
+from pygls.protocol import LanguageServerProtocol, lsp_method
+from pygls.protocol.json_rpc import RPCNotification, RPCRequest
+from pygls.workspace import TextDocument, Workspace
+
+from .predictions import arrival_ticket
+
+log = logging.getLogger(__name__)
+
+GUARANTEES = """\
+guarantees (JSON-RPC 2.0 and LSP 3.17):
+  every request gets exactly one answer:
+    -32002 ServerNotInitialized  any request before `initialize`
+    -32600 InvalidRequest        a second `initialize`; any request after `shutdown`;
+                                 a request whose id is not a string or an integer
+    -32602 InvalidParams         params that do not match the method's LSP type
+                                 (negative or non-integer positions, no `position`,
+                                 `textDocument` without `uri`, ...)
+    -32601 MethodNotFound        an unknown method
+    -32800 RequestCancelled      a request cancelled by `$/cancelRequest` or by `shutdown`
+    -32603 InternalError         a bug: the answer says only that; the details (traceback,
+                                 paths) go to stderr or --log-file, never to the client
+    -32700 ParseError (id null)  a body that is not JSON
+  a stale, past-the-end or not-open request answers an empty list, not an error
+  notifications before `initialize` and after `shutdown` are ignored (except `exit`)
+  nothing is sent to the client before the `initialize` answer
+exit status:
+  0  `exit` after `shutdown`; stdin closed; the client's processId is gone
+  1  `exit` without `shutdown`; --check failed; the TCP port cannot be bound
+"""
+"""The server's promises, shown by ``laya-lsp --help`` and copied in the README."""
+
+_HELD_MAX = 1000
+"""Most outgoing notifications held back until ``initialize`` is answered."""
+_LSP_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+"""One line and its end: LSP knows only ``\\n``, ``\\r\\n`` and ``\\r`` as line breaks."""
+
+UNINITIALIZED, INITIALIZING, RUNNING, SHUT_DOWN = "uninitialized", "initializing", "running", "shut down"
+_TICKETED = (types.TEXT_DOCUMENT_COMPLETION, types.TEXT_DOCUMENT_INLINE_COMPLETION)
+
+
+def lsp_lines(text: str) -> list[str]:
+    """``text`` split after each LSP line break (``str.splitlines(True)`` also splits on
+    ``\\f``, ``\\v``, ``\\x1c``-``\\x1e``, ``\\x85``, U+2028 and U+2029)."""
+    return _LSP_LINE.findall(text)
+
+
+class LspTextDocument(TextDocument):
+    """pygls's document, with LSP's line breaks (its incremental edits go by these lines)."""
+
+    @property
+    def lines(self) -> list[str]:
+        return lsp_lines(self.source)
+
+
+class LspWorkspace(Workspace):
+    """pygls's workspace, holding :class:`LspTextDocument` documents."""
+
+    def _create_text_document(self, doc_uri, source=None, version=None, language_id=None):
+        return LspTextDocument(doc_uri, source=source, version=version, language_id=language_id,
+                               sync_kind=self._sync_kind, position_codec=self._position_codec)
+
+
+@dataclass(frozen=True, slots=True)
+class Malformed:
+    """A message that is not a well-typed request or notification: answered, never dispatched."""
+
+    raw: Any
+    error: type[JsonRpcException]
+    reason: str
+
+    @property
+    def method(self) -> str | None:
+        method = self.raw.get("method") if isinstance(self.raw, dict) else None
+        return method if isinstance(method, str) else None
+
+    @property
+    def is_request(self) -> bool:
+        return isinstance(self.raw, dict) and "id" in self.raw and "method" in self.raw
+
+    @property
+    def reply_id(self):
+        """The id to answer: the client's when it is a JSON-RPC id, else null."""
+        msg_id = self.raw.get("id") if isinstance(self.raw, dict) else None
+        ok = isinstance(msg_id, (str, int, float)) and not isinstance(msg_id, bool)
+        return msg_id if ok else None
+
+
+def _valid_id(msg_id) -> bool:
+    return isinstance(msg_id, (str, int)) and not isinstance(msg_id, bool)
+
+
+def _faithful(typed, raw) -> bool:
+    """True when every value the typed object kept is what the client sent, type included.
+
+    cattrs coerces (``"line": 1.5`` -> 1, ``true`` -> 1, ``"uri": 5`` -> ``"5"``); LSP has no such
+    leniency. Keys the client sent that the type does not know are allowed (LSP lets clients add
+    fields), and so are defaults the client left out.
+    """
+    if isinstance(typed, dict):
+        if not isinstance(raw, dict):
+            return False
+        return all(k not in raw or _faithful(v, raw[k]) for k, v in typed.items())
+    if isinstance(typed, list):
+        return isinstance(raw, list) and len(raw) == len(typed) and all(map(_faithful, typed, raw))
+    if isinstance(typed, bool) or isinstance(raw, bool):
+        return type(typed) is type(raw)
+    if isinstance(typed, (int, float)) and isinstance(raw, (int, float)):
+        return typed == raw and (isinstance(typed, float) or isinstance(raw, int))
+    return typed == raw or typed is None
+
+
+class LayaProtocol(LanguageServerProtocol):
+    """pygls's LSP protocol with the JSON-RPC and LSP rules it leaves out (see the module doc)."""
+
+    def __init__(self, server, converter) -> None:
+        super().__init__(server, converter)
+        self.state = UNINITIALIZED
+        self._initialize_id = None
+        self._held: list[Any] = []
+        self._notification_keys: list[str] = []
+
+    def set_writer(self, writer, include_headers: bool = True):
+        """A new connection (TCP serves one after another) starts a new session."""
+        super().set_writer(writer, include_headers)
+        self.state, self._shutdown, self._held = UNINITIALIZED, False, []
+
+    # --- reading: strict typing ------------------------------------------------------------
+
+    def structure_message(self, data: dict[str, Any]):
+        """Type a message strictly; a request or notification that does not fit is a
+        :class:`Malformed` (pygls raises out of ``json.loads`` and never answers it)."""
+        if "jsonrpc" not in data:
+            return data  # a nested object (json.loads calls this for every dict, innermost first)
+        if "method" not in data:
+            try:
+                return super().structure_message(data)  # a response to one of our requests
+            except Exception:  # noqa: BLE001 - answering a response is impossible: drop it
+                return Malformed(data, JsonRpcInvalidRequest, "unreadable response")
+        if data.get("jsonrpc") != self.VERSION or not isinstance(data.get("method"), str):
+            return Malformed(data, JsonRpcInvalidRequest, "not a JSON-RPC 2.0 message")
+        if "id" in data and not _valid_id(data["id"]):
+            return Malformed(data, JsonRpcInvalidRequest, "the id is not a string or an integer")
+        message_type = self.get_message_type(data["method"])
+        try:
+            if message_type is None:  # unknown method: pygls answers MethodNotFound
+                return super().structure_message(data)
+            message = self._converter.structure(data, message_type)
+        except Exception as e:  # noqa: BLE001 - cattrs raises many kinds
+            return Malformed(data, JsonRpcInvalidParams, _reason(e))
+        params = getattr(message, "params", None)
+        if params is not None and not _faithful(self._converter.unstructure(params), data.get("params")):
+            return Malformed(data, JsonRpcInvalidParams, "a value has the wrong type")
+        return message
+
+    # --- lifecycle gate --------------------------------------------------------------------
+
+    def handle_message(self, message) -> None:
+        """Dispatch by lifecycle state; never raises (pygls would show the error to the user)."""
+        try:
+            self._gate(message)
+        except Exception:  # noqa: BLE001 - a bug of ours: log it, keep serving
+            log.exception("failed to handle a message")
+
+    def _gate(self, message) -> None:
+        if isinstance(message, Malformed):
+            self._reject(message)
+            return
+        if not isinstance(message, (RPCRequest, RPCNotification)):
+            if isinstance(message, dict) and "id" in message and "method" in message:
+                self._reject(Malformed(message, JsonRpcInvalidRequest, "not a JSON-RPC 2.0 request"))
+            elif getattr(message, "jsonrpc", None) == self.VERSION:
+                super().handle_message(message)  # a response from the client
+            else:
+                log.warning("ignoring a message that is not JSON-RPC 2.0: %.200r", message)
+            return
+        method = message.method
+        if isinstance(message, RPCRequest):
+            error = self._request_error(method)
+            if error is not None:
+                self.send_error(message.id, error)
+                return
+            if method == types.INITIALIZE:
+                self.state, self._initialize_id = INITIALIZING, message.id
+        elif method != types.EXIT and self.state in (UNINITIALIZED, SHUT_DOWN):
+            log.debug("ignoring %s: the server is %s", method, self.state)
+            return
+        super().handle_message(message)
+
+    def _request_error(self, method: str) -> JsonRpcException | None:
+        if self.state == UNINITIALIZED and method != types.INITIALIZE:
+            return JsonRpcServerNotInitialized(f"{method} before initialize")
+        if self.state == SHUT_DOWN or self._shutdown:
+            return JsonRpcInvalidRequest(f"{method} after shutdown")
+        if method == types.INITIALIZE and self.state != UNINITIALIZED:
+            return JsonRpcInvalidRequest("initialize was already received")
+        return None
+
+    def _reject(self, bad: Malformed) -> None:
+        if bad.method == types.EXIT:
+            self.lsp_exit()
+            return
+        if not bad.is_request:
+            log.warning("ignoring a malformed notification %s: %s", bad.method, bad.reason)
+            return
+        error = self._request_error(bad.method or "") if bad.error is JsonRpcInvalidParams else None
+        error = error or bad.error(f"{bad.method}: {bad.reason}")
+        log.warning("answering %s %r with %d: %s", bad.method, bad.reply_id, error.code, bad.reason)
+        self.send_error(bad.reply_id, error)
+
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(self, params: types.InitializeParams):
+        """pygls's ``initialize``, then documents split lines as LSP does (:class:`LspWorkspace`)."""
+        result = yield from super().lsp_initialize(params)
+        ws = self._workspace
+        self._workspace = LspWorkspace(ws.root_uri, ws._sync_kind, list(ws.folders.values()),
+                                       ws.position_encoding)
+        return result
+
+    @lsp_method(types.SHUTDOWN)
+    def lsp_shutdown(self, *args):
+        """pygls's ``shutdown``, iterating over a copy: cancelling a future runs callbacks that
+        remove it from ``_request_futures`` ("dictionary changed size during iteration")."""
+        if (user_handler := self.fm.features.get(types.SHUTDOWN)) is not None:
+            yield user_handler, args, None
+        current = self.msg_id
+        for msg_id, future in list(self._request_futures.items()):
+            if msg_id != current and not future.done():
+                future.cancel()
+        self._shutdown, self.state = True, SHUT_DOWN
+        return None
+
+    @lsp_method(types.EXIT)
+    def lsp_exit(self, *args) -> None:
+        """Exit with 0 after ``shutdown``, 1 without. pygls's ``sys.exit`` is swallowed by its
+        own loop (the process always exited 0), so the server's ``exit`` hook ends it."""
+        code = 0 if self._shutdown else 1
+        log.info("exit %s shutdown: status %d", "after" if code == 0 else "without", code)
+        self._server.exit(code)
+
+    # --- notifications and requests --------------------------------------------------------
+
+    def _handle_notification(self, method_name, params):
+        """pygls 2.1 keeps the future of every notification run by a generator handler (its
+        ``didOpen``/``didChange``/``didClose``) in ``_request_futures`` under a random id and
+        never removes it (~2 KB per keystroke). Drop the finished ones here, on the loop, before
+        the next notification: never from a done-callback, which would change the dict while
+        pygls's ``shutdown`` walks it."""
+        pending = []
+        for key in self._notification_keys:
+            future = self._request_futures.get(key)
+            if future is not None and future.done():
+                del self._request_futures[key]
+            elif future is not None:
+                pending.append(key)
+        known = set(self._request_futures)
+        super()._handle_notification(method_name, params)
+        pending.extend(k for k in self._request_futures if k not in known)
+        self._notification_keys = pending
+
+    def _handle_request(self, msg_id, method_name, params):
+        """Take the latest-wins ticket of a completion request as it is read off the wire.
+
+        pygls starts an async handler as a task that first runs after the current message is
+        handled; over TCP the next message (an edit) can be handled before that. Taking the
+        ticket here keeps the order the client sent: an edit after the request makes it stale.
+        """
+        if method_name in _TICKETED:
+            uri = getattr(getattr(params, "text_document", None), "uri", None)
+            if uri is not None:
+                arrival_ticket.set(self._server.sequencer.ticket(uri, method_name))
+        try:
+            super()._handle_request(msg_id, method_name, params)
+        finally:
+            arrival_ticket.set(None)
+
+    # --- writing ---------------------------------------------------------------------------
+
+    def _send_response(self, msg_id, result=None, error=None):
+        """Answer; an internal error carries no traceback or path (those go to the log)."""
+        if error is not None and error.code == JsonRpcInternalError.CODE:
+            log.error("request %r failed: %s", msg_id, error.message)
+            error = types.ResponseError(code=error.code,
+                                        message="internal error in laya-lsp (details in its log)")
+        super()._send_response(msg_id, result, error)
+        if self.state == INITIALIZING and msg_id == self._initialize_id:
+            self.state = RUNNING if error is None else UNINITIALIZED
+            held, self._held = self._held, []
+            for data in held:
+                super()._send_data(data)
+
+    def _send_data(self, data):
+        """Before the ``initialize`` answer, hold every message that is not a response: LSP lets
+        a server send nothing before it (pygls would send e.g. a ``showMessage``)."""
+        if self.state in (UNINITIALIZED, INITIALIZING) and getattr(data, "method", None) is not None:
+            if len(self._held) < _HELD_MAX:
+                self._held.append(data)
+            return
+        super()._send_data(data)
+
+    def send_error(self, msg_id, error: JsonRpcException) -> None:
+        """Answer ``msg_id`` with ``error``; a null id is written out (lsprotocol would omit it)."""
+        if msg_id is None:
+            super()._send_data({"jsonrpc": self.VERSION, "id": None,
+                                "error": {"code": error.code, "message": error.message}})
+        else:
+            self._send_response(msg_id, error=error.to_response_error())
+
+    def send_parse_error(self) -> None:
+        """Answer a body that is not JSON (JSON-RPC: error -32700 with id null)."""
+        self.send_error(None, JsonRpcParseError("the message is not valid JSON"))
+
+
+def report_server_error(server, error: Exception, source) -> None:
+    """The server's error reporter: log (stderr or --log-file), never ``window/showMessage``.
+
+    pygls shows every error outside a request to the user, traceback text and paths included.
+    The one error the client must hear about is a body that is not JSON: pygls's read loop
+    reports it here (source ``JsonRpcException``), and the client gets a -32700 answer.
+    """
+    if source is JsonRpcException and isinstance(error, ValueError):
+        log.warning("a message body is not valid JSON: %s", error)
+        server.protocol.send_parse_error()
+        return
+    log.error("server error (%s): %s", getattr(source, "__name__", source), error,
+              exc_info=(type(error), error, error.__traceback__))
+
+
+def _reason(e: Exception) -> str:
+    """A short, path-free reason for a structuring failure (cattrs nests them)."""
+    leaves: list[BaseException] = []
+
+    def walk(x: BaseException) -> None:
+        subs = getattr(x, "exceptions", None)
+        if subs:
+            for s in subs:
+                walk(s)
+        else:
+            leaves.append(x)
+
+    walk(e)
+    notes = [n for leaf in leaves for n in getattr(leaf, "__notes__", [])]
+    text = "; ".join(notes or [f"{type(leaf).__name__}: {leaf}" for leaf in leaves])
+    return text[:300] or type(e).__name__

@@ -1,0 +1,136 @@
+"""A raw JSON-RPC client over stdio for ``python -m laya_lsp``: sends any bytes, records every
+message the server writes (a reader thread), so tests can send what no well-behaved client would."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+SERVER = [sys.executable, "-m", "laya_lsp"]
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+
+
+def frame(obj) -> bytes:
+    body = obj if isinstance(obj, bytes) else json.dumps(obj).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+class RawServer:
+    """One server process; ``messages`` holds everything it wrote, in order."""
+
+    def __init__(self, *args: str) -> None:
+        self.stderr = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(SERVER + list(args), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.stderr, env=ENV)
+        self.messages: list[dict] = []
+        self._arrived = threading.Condition()
+        self._ids = itertools.count(1)
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        out = self.proc.stdout
+        while True:
+            length = None
+            while True:
+                line = out.readline()
+                if not line:
+                    return
+                if line == b"\r\n":
+                    break
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            msg = json.loads(out.read(length))
+            with self._arrived:
+                self.messages.append(msg)
+                self._arrived.notify_all()
+
+    # --- sending ----------------------------------------------------------------------------
+
+    def send(self, obj) -> None:
+        """Send one message: a JSON value, or raw ``bytes`` as the body."""
+        self.proc.stdin.write(frame(obj))
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params=None, msg_id=None):
+        """Send a request; returns its id."""
+        msg_id = next(self._ids) if msg_id is None else msg_id
+        msg = {"jsonrpc": "2.0", "id": msg_id, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(msg)
+        return msg_id
+
+    def notify(self, method: str, params=None) -> None:
+        msg = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(msg)
+
+    def call(self, method: str, params=None, timeout: float = 30.0) -> dict:
+        """Send a request and wait for its answer (the whole response message)."""
+        return self.wait_for(self.request(method, params), timeout)
+
+    # --- receiving --------------------------------------------------------------------------
+
+    def answers(self, msg_id) -> list[dict]:
+        with self._arrived:
+            return [m for m in self.messages if "method" not in m and m.get("id") == msg_id]
+
+    def wait_for(self, msg_id, timeout: float = 30.0) -> dict:
+        deadline = time.monotonic() + timeout
+        with self._arrived:
+            while True:
+                got = [m for m in self.messages if "method" not in m and m.get("id") == msg_id]
+                if got:
+                    return got[0]
+                left = deadline - time.monotonic()
+                assert left > 0, f"no answer to {msg_id!r}; stderr: {self.stderr_text()[-2000:]}"
+                self._arrived.wait(left)
+
+    def stderr_text(self) -> str:
+        self.stderr.seek(0)
+        return self.stderr.read().decode(errors="replace")
+
+    # --- session ----------------------------------------------------------------------------
+
+    def initialize(self, options: dict | None = None, process_id=None, capabilities=None) -> dict:
+        answer = self.call("initialize", {"processId": process_id, "rootUri": None,
+                                          "capabilities": capabilities or {},
+                                          "initializationOptions": options or {}})
+        assert "result" in answer, answer
+        self.notify("initialized", {})
+        return answer["result"]
+
+    def open(self, uri: str, text: str) -> None:
+        self.notify("textDocument/didOpen", {"textDocument": {
+            "uri": uri, "languageId": "python", "version": 1, "text": text}})
+
+    def complete(self, uri: str, line: int, character: int, timeout: float = 30.0) -> dict:
+        return self.call("textDocument/completion", {
+            "textDocument": {"uri": uri}, "position": {"line": line, "character": character}},
+            timeout)
+
+    def exit(self, shutdown: bool = True, timeout: float = 20.0) -> int:
+        if shutdown:
+            self.call("shutdown")
+        self.notify("exit")
+        return self.proc.wait(timeout=timeout)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def __enter__(self) -> RawServer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.kill()
