@@ -37,10 +37,10 @@ def _cmd_corpus(a) -> int:
 def _cmd_train(a) -> int:
     from .train import TrainConfig, train
 
-    cfg = TrainConfig(seq_len=a.seq_len, batch_size=a.batch_size, lr=a.lr, total_steps=a.steps,
-                      vocab_size=a.vocab_size, warmup=a.warmup)
+    cfg = TrainConfig(seq_len=a.seq_len, batch_size=a.batch_size, lr=a.lr or 1.5e-3,
+                      total_steps=a.steps, vocab_size=a.vocab_size, warmup=a.warmup)
     train(Path(a.corpus), Path(a.checkpoint), Path(a.out) if a.out else None, cfg, minutes=a.minutes,
-          eval_every=a.eval_every, save_every=a.eval_every)
+          eval_every=a.eval_every, save_every=a.eval_every, lr=a.lr)
     return 0
 
 
@@ -144,7 +144,8 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=2400, help="total steps of the schedule")
     p.add_argument("--seq-len", type=int, default=512)
     p.add_argument("--batch-size", type=int, default=8)
-    p.add_argument("--lr", type=float, default=1.5e-3)
+    p.add_argument("--lr", type=float, default=None,
+                   help="peak learning rate (a new run: 1.5e-3; on resume: the checkpoint's unless given)")
     p.add_argument("--warmup", type=int, default=100)
     p.add_argument("--vocab-size", type=int, default=4096)
     p.add_argument("--eval-every", type=int, default=100)

@@ -53,7 +53,11 @@ MAX_LINE_CHARS = 1000
 """A file with a longer line is minified or generated."""
 _DROP_DIR = re.compile(
     r"(^|/)(_vendor|vendor|_vendored|vendored|third_party|third-party|node_modules|deps|testdata|"
-    r"dist|umd|bundles?|_distutils_hack|idle_test|min)(/|$)")
+    r"dist|umd|bundles?|_distutils_hack|idle_test|min|\.pc|debian)(/|$)")
+"""Vendored code, test data, bundles, and Debian's patch bookkeeping (``.pc/`` holds copies of
+patched files; ``debian/`` is packaging)."""
+_DROP_NPM_DIR = re.compile(r"(^|/)(build|coverage|lib-cov)(/|$)")
+"""In npm tarballs these hold build output (a bundled copy of the sources)."""
 _GENERATED = re.compile(rb"^// Code generated .* DO NOT EDIT\.$|@generated|automatically generated",
                         re.MULTILINE)
 
@@ -220,8 +224,10 @@ def ensure_deb_src() -> None:
 FETCH = {"pypi": _fetch_pypi, "npm": _fetch_npm, "debian": _fetch_debian, "debsrc": _fetch_debsrc}
 
 
-def keep(rel: str, data: bytes) -> bool:
+def keep(rel: str, data: bytes, source: str = "") -> bool:
     """Whether a file is typed code: not vendored, test data, generated, minified or empty."""
+    if source == "npm" and _DROP_NPM_DIR.search(rel.lower()):
+        return False
     if _DROP_DIR.search(rel.lower()) or len(data) > MAX_FILE_BYTES or not data.strip():
         return False
     try:
@@ -266,7 +272,7 @@ def build(out_dir: Path, manifest: Path = MANIFEST, only: set[str] | None = None
             files = FETCH[pkg.source](pkg, lang, Path(tmp))
             pkg.files = pkg.bytes = 0
             for rel, data in sorted(files.items()):
-                if not keep(rel, data) or pkg.bytes + len(data) > MAX_PACKAGE_BYTES:
+                if not keep(rel, data, pkg.source) or pkg.bytes + len(data) > MAX_PACKAGE_BYTES:
                     continue
                 digest = hashlib.sha1(data).hexdigest()
                 if digest in seen:

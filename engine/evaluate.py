@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 
 IDENT = re.compile(r"[^\W\d]\w*")
 REFRESH_CHARS = 200
+STUB_SUFFIXES = (".pyi",)
+"""Type stubs are trained on but not typed as held-out files (people rarely write them by hand)."""
 TYPED = (0, 1, 2)
 
 
@@ -177,7 +179,7 @@ def pick_files(corpus_dir: Path, n: int, max_chars: int, seed: int = 0, split: s
     """``n`` files per language of one held-out split, cut to ``max_chars`` at a line end, one
     package after another.
 
-    Skips tests, files under 2 KB and the copies wheels keep under ``*.data/``.
+    Skips tests, type stubs, files under 2 KB and the copies wheels keep under ``*.data/``.
 
     Args:
         split: ``"eval"`` (the reported numbers) or ``"tune"`` (what ranking weights are tuned on).
@@ -193,7 +195,8 @@ def pick_files(corpus_dir: Path, n: int, max_chars: int, seed: int = 0, split: s
     by_lang: dict[str, dict[str, list[Path]]] = {}
     for lang, pkg, f in iter_files(corpus_dir, split, languages):
         rel = f"{pkg}/{f.relative_to(corpus_dir / split / lang / pkg)}"
-        if f.stat().st_size > 2000 and "test" not in f.name and ".data/" not in rel:
+        if (f.stat().st_size > 2000 and "test" not in f.name and ".data/" not in rel
+                and not f.name.endswith(STUB_SUFFIXES)):
             by_lang.setdefault(lang, {}).setdefault(pkg, []).append(f)
     out = []
     for lang, by_pkg in sorted(by_lang.items()):

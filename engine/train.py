@@ -179,7 +179,7 @@ def save_checkpoint(ckpt_dir: Path, model: Model, opt, step: int, cfg: TrainConf
 
 def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConfig,
           minutes: float | None = None, log_every: int = 20, eval_every: int = 200,
-          save_every: int = 200) -> dict:
+          save_every: int = 200, lr: float | None = None) -> dict:
     """Train (or resume) and optionally export a 6-bit model folder.
 
     Args:
@@ -188,6 +188,8 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
         out_dir: if given, the quantized model folder written at the end.
         cfg: hyper-parameters (ignored in favour of the checkpoint's on resume, except
             ``total_steps``, which may be raised to keep training).
+        lr: on resume, a new peak learning rate for the rest of the cosine (e.g. lower, to
+            continue on new data without forgetting the old); None keeps the checkpoint's.
         minutes: wall-clock budget; training stops (and checkpoints) when it is spent.
 
     Returns:
@@ -200,10 +202,13 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
     if state_path.exists():
         meta = json.loads(state_path.read_text())
         total = cfg.total_steps
+        new_lr = cfg.lr
         cfg = TrainConfig(**meta["train_config"])
         # The schedule may be re-planned on resume (longer, or shorter to fit a time budget);
         # the learning rate follows the new cosine from the current step.
         cfg.total_steps = max(total, meta["step"] + 1)
+        if lr is not None:
+            cfg.lr = new_lr
         step, history = meta["step"], meta["history"]
         args = ModelArgs.from_dict(meta["model_args"])
     else:
@@ -213,6 +218,7 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
     mx.random.seed(cfg.seed + step)
     model = Model(args)
     opt = optim.AdamW(learning_rate=cfg.lr, weight_decay=cfg.weight_decay)
+    rewarm_from = None
     if step:
         opt.init(model.trainable_parameters())
         if _load_checkpoint_weights(model, ckpt_dir):
@@ -221,7 +227,10 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
             flat.update(saved)
             opt.state = tree_unflatten(list(flat.items()))
         else:
-            log.info("resuming from the committed bf16 weights; AdamW moments start fresh")
+            # Fresh AdamW moments make the first updates sign-like and large: warm up again.
+            rewarm_from = step
+            log.info("resuming from the committed bf16 weights; AdamW moments start fresh "
+                     "(learning rate warms up again over %d steps)", cfg.warmup)
         log.info("resumed at step %d", step)
     mx.eval(model.parameters())
     nparams = sum(v.size for _, v in tree_flatten(model.parameters()))
@@ -257,7 +266,10 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
             rows.append(arr[s0 : s0 + cfg.seq_len + 1])
         batch = np.stack(rows).astype(np.int32)
         x, y = mx.array(batch[:, :-1]), mx.array(batch[:, 1:])
-        opt.learning_rate = lr_at(step, cfg)
+        rate = lr_at(step, cfg)
+        if rewarm_from is not None and step - rewarm_from < cfg.warmup:
+            rate *= (step - rewarm_from + 1) / cfg.warmup
+        opt.learning_rate = rate
         loss = step_fn(x, y)
         mx.eval(loss, model.parameters(), opt.state)
         losses.append(loss.item())
