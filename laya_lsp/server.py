@@ -18,6 +18,8 @@ from pygls.capabilities import get_capability
 from pygls.lsp.server import LanguageServer
 from pygls.workspace import TextDocument
 
+from engine import languages
+
 from . import __version__, completion, inline, logging_setup, protocol, workspace_index
 from .config import InitializationOptions, parse_options
 from .documents import normalize_newlines
@@ -89,23 +91,24 @@ class LayaServer(LanguageServer):
             return
         # Counting runs on a helper thread (it touches no model state); only installing the
         # result is an engine job, so a large file never holds the engine thread for long.
-        future = self.counting.submit(predictor.build_document, text)
+        language = languages.for_document(doc.language_id, uri).name
+        future = self.counting.submit(predictor.build_document, text, language)
         opened = self.opened.get(uri)
-        future.add_done_callback(lambda f: self._install(uri, f, opened))
+        future.add_done_callback(lambda f: self._install(uri, f, language, opened))
 
-    def _install(self, uri: str, future, opened: int | None = None) -> None:
+    def _install(self, uri: str, future, language: str, opened: int | None = None) -> None:
         if future.cancelled() or future.exception() is not None:
             if not future.cancelled():
                 log.error("counting %s failed: %s", uri, future.exception())
             return
-        self.bridge.submit_background(_install_job, self, uri, future.result(), opened)
+        self.bridge.submit_background(_install_job, self, uri, future.result(), language, opened)
 
 
-def _install_job(ls: LayaServer, uri: str, doc, opened: int | None) -> None:
+def _install_job(ls: LayaServer, uri: str, doc, language: str, opened: int | None) -> None:
     # checked here, on the engine thread, where the forget job of a didClose also runs: a check
     # before queueing could pass just before the close and install the closed document after it
     if ls.model.predictor is not None and opened is not None and ls.opened.get(uri) == opened:
-        ls.model.predictor.set_document(uri, doc)
+        ls.model.predictor.set_document(uri, doc, language)
 
 
 def _forget_job(model: ModelHandle, uri: str) -> None:
