@@ -68,3 +68,24 @@ def test_unknown_language_gets_document_words_only(predictor):
     got = [c.text for c in predictor.predict(text, doc_id=doc, max_items=20, language="unknown")]
     assert got == ["frobnicate_widget"]
     predictor.forget_document(doc)
+
+
+def test_server_picks_the_filter_by_language_id():
+    """Through the server: ``fmt.Pr`` in a Go document offers Go's names, none of Python's."""
+    from laya_client.replay import ReplayClient
+
+    python_only = {"PrimaryKeyConstraint", "print", "property"}
+    c = ReplayClient()
+    try:
+        text = 'package main\n\nimport "fmt"\n\nfunc main() {\n\tfmt.Pr'
+        c.open("file:///project/main.go", "", "go")
+        c.type_to(text)
+        labels = [i.label for i in c.complete()[0]]
+        assert labels and labels[0] in {"Println", "Printf", "Print"}
+        assert not python_only & set(labels)
+        c.close()
+        c.open("file:///project/app.py", "", "python")
+        c.type_to("import sqlalchemy\n\nx = sqlalchemy.Pr")
+        assert "PrimaryKeyConstraint" in [i.label for i in c.complete()[0]]
+    finally:
+        c.shutdown()
