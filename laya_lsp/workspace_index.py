@@ -74,6 +74,7 @@ class WorkspaceIndex:
         self.generation = 0
         self._stop = threading.Event()
         self._task: asyncio.Task | None = None
+        self._watching = False
         self.last: WorkspaceFiles | None = None
         """What the last completed index read, less the texts (for logs and tests)."""
 
@@ -82,6 +83,7 @@ class WorkspaceIndex:
         """Take the folders from ``initialize`` (``workspaceFolders``, else ``rootUri``/``rootPath``)."""
         self.enabled = options.workspace_index
         self.folders.clear()
+        self._watching = False
         if self.executor._shutdown:  # a TCP server initialized again after a shutdown
             self.executor = _executor()
         if params.workspace_folders:
@@ -107,6 +109,7 @@ class WorkspaceIndex:
             self.folders.pop(f.uri, None)
         self._add(f.uri for f in event.added or [])
         self.request("workspace folders changed")
+        self._watch()
 
     def in_workspace(self, uri: str) -> bool:
         """True for a file of a known language (or a ``.gitignore``) inside a folder and outside
@@ -189,8 +192,14 @@ class WorkspaceIndex:
             return
         if self.folders:
             self.request("initialized")
-        if get_capability(self.ls.client_capabilities,
-                          "workspace.did_change_watched_files.dynamic_registration", False):
+            self._watch()
+
+    def _watch(self) -> None:
+        """Ask the client to send ``didChangeWatchedFiles`` (once, and only with a folder to watch)."""
+        if (self.enabled and self.folders and not self._watching
+                and get_capability(self.ls.client_capabilities,
+                                   "workspace.did_change_watched_files.dynamic_registration", False)):
+            self._watching = True
             asyncio.ensure_future(self._register_watchers())
 
     async def _register_watchers(self) -> None:
