@@ -24,6 +24,7 @@ All methods must run on one thread (``engine.worker.EngineThread``): MLX state i
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from pathlib import Path
 
@@ -63,6 +64,7 @@ class Predictor:
         self.backend = backend
         self.tok = tokenizer
         self.lexicons = dict(lexicons)
+        self._lexicon_lock = threading.Lock()
         self._workspace: dict[str, CorpusLexicon] = {}
         self._pools: dict[str, PoolBuilder] = {}
         self._doc_lang: dict[str, Language] = {}
@@ -179,15 +181,16 @@ class Predictor:
     def corpus_lexicon(self, name: str) -> CorpusLexicon | None:
         """The shipped lexicon of a language, loaded on first use (None if there is none or it
         fails to load; the failure is logged with the file's name)."""
-        lex = self.lexicons.get(name)
-        if isinstance(lex, Path):
-            try:
-                lex = CorpusLexicon.load(lex)
-            except ValueError as e:
-                log.error("%s", e)
-                lex = None
-            self.lexicons[name] = lex
-        return lex
+        with self._lexicon_lock:  # the workspace index calls this off the engine thread
+            lex = self.lexicons.get(name)
+            if isinstance(lex, Path):
+                try:
+                    lex = CorpusLexicon.load(lex)
+                except ValueError as e:
+                    log.error("%s", e)
+                    lex = None
+                self.lexicons[name] = lex
+            return lex
 
     def _pool_for(self, lang: Language) -> PoolBuilder:
         pool = self._pools.get(lang.name)
