@@ -168,7 +168,7 @@ def main(argv=None) -> int:
     p.set_defaults(fn=_cmd_complete)
 
     p = sub.add_parser("demo", help="start the server, replay typing a real file, print suggestions and latencies")
-    p.add_argument("file", nargs="?", help="file to type (default: the standard library's textwrap.py)")
+    p.add_argument("file", nargs="?", help="file to type (default: pygls's workspace/text_document.py, code the model never saw)")
     p.add_argument("--model", default=None, help="model folder (default: the shipped model)")
     p.add_argument("--max-chars", type=int, default=12000,
                    help="type at most this many characters of the file (default: %(default)s)")
