@@ -74,6 +74,14 @@ class DocLexicon:
 SEP = "\x01"
 """Joins strings in the ``lexicon.npz`` arrays (never inside a piece: pieces with it are dropped)."""
 
+_HASH_MUL = 0x100000001B3
+"""Multiplier of the strings' 64-bit polynomial hash (the FNV prime; odd, so invertible mod 2**64)."""
+_HASH_LEN = 0x9E3779B97F4A7C15
+"""Mixes a string's length (in bytes) into its hash."""
+_MASK = (1 << 64) - 1
+_HASH_CHUNK = 1 << 16
+"""Strings hashed per NumPy pass (bounds the transient arrays to a few MB)."""
+
 
 def _join(strings: list[str]) -> np.ndarray:
     return np.frombuffer(SEP.join(strings).encode("utf-8"), np.uint8)
@@ -84,46 +92,215 @@ def _split(arr: np.ndarray) -> list[str]:
     return text.split(SEP) if text else []
 
 
+def _hash_one(b: bytes) -> int:
+    """The hash :func:`_hash_all` computes, for one string's UTF-8 bytes (pure Python)."""
+    h, p = 0, 1
+    for c in b:
+        h = (h + (c + 1) * p) & _MASK
+        p = (p * _HASH_MUL) & _MASK
+    return (h + len(b) * _HASH_LEN) & _MASK
+
+
+def _hash_all(data: bytes, starts: np.ndarray) -> np.ndarray:
+    """64-bit hashes of the strings of a :class:`StringArray` buffer, ``(n,) uint64``:
+    ``sum((byte_i + 1) * M**i) + len * L`` mod 2**64 (M, L: :data:`_HASH_MUL`, :data:`_HASH_LEN`),
+    computed :data:`_HASH_CHUNK` strings at a time."""
+    n = len(starts) - 1
+    out = np.empty(n, np.uint64)
+    if n == 0:
+        return out
+    buf = np.frombuffer(data + b"\x01", np.uint8)  # every string, the last included, ends in SEP
+    longest = int(np.diff(starts).max())
+    with np.errstate(over="ignore"):
+        powers = np.cumprod(np.full(longest, _HASH_MUL, np.uint64))
+        powers = np.concatenate([[np.uint64(1)], powers[:-1]])
+        for a in range(0, n, _HASH_CHUNK):
+            b = min(n, a + _HASH_CHUNK)
+            lo, hi = int(starts[a]), int(starts[b])
+            seg = buf[lo:hi]
+            lens = np.diff(starts[a : b + 1])  # each string's length plus its separator
+            rel = starts[a:b] - lo
+            pos = np.arange(hi - lo) - np.repeat(rel, lens)
+            contrib = (seg.astype(np.uint64) + np.uint64(1)) * powers[pos]
+            contrib[seg == 1] = 0  # the separators
+            h = np.add.reduceat(contrib, rel)
+            out[a:b] = h + (lens - 1).astype(np.uint64) * np.uint64(_HASH_LEN)
+    return out
+
+
+class StringArray:
+    """Strings held as one UTF-8 buffer (joined by :data:`SEP`, as ``lexicon.npz`` stores them)
+    and their start offsets: no Python object per string.
+
+    Lookups: :meth:`prefix_range` (binary search; the strings must be sorted, as a lexicon's words
+    are: UTF-8 byte order is code point order) and :meth:`find` / :meth:`find_many` (exact, through
+    a 64-bit hash index built on first use: 12 bytes per string; hash matches are checked against
+    the bytes, so a collision cannot return a wrong index).
+    """
+
+    __slots__ = ("data", "starts", "_hashes", "_order")
+
+    def __init__(self, buf: np.ndarray | bytes):
+        """
+        Args:
+            buf: the joined strings, ``(bytes,) uint8`` or ``bytes``; empty for no strings.
+        """
+        self.data = bytes(buf) if not isinstance(buf, bytes) else buf
+        if self.data:
+            seps = np.flatnonzero(np.frombuffer(self.data, np.uint8) == 1)
+            dtype = np.int32 if len(self.data) < 2**31 - 2 else np.int64
+            self.starts = np.concatenate([[0], seps + 1, [len(self.data) + 1]]).astype(dtype)
+        else:
+            self.starts = np.zeros(1, np.int32)
+        """``(n + 1,)``: string ``i`` is ``data[starts[i]:starts[i + 1] - 1]``."""
+        self._hashes: np.ndarray | None = None
+        self._order: np.ndarray | None = None
+
+    @classmethod
+    def from_strings(cls, strings) -> "StringArray":
+        return cls(SEP.join(strings).encode("utf-8"))
+
+    def __len__(self) -> int:
+        return len(self.starts) - 1
+
+    def bytes_at(self, i: int) -> bytes:
+        return self.data[self.starts[i] : self.starts[i + 1] - 1]
+
+    def __getitem__(self, i: int) -> str:
+        if not -len(self) <= i < len(self):
+            raise IndexError(i)
+        return self.bytes_at(i % len(self)).decode("utf-8")
+
+    def __iter__(self):
+        return iter(self.data.decode("utf-8").split(SEP) if self.data else ())
+
+    @property
+    def nbytes(self) -> int:
+        extra = 0 if self._hashes is None else self._hashes.nbytes + self._order.nbytes
+        return len(self.data) + self.starts.nbytes + extra
+
+    def _lower_bound(self, key: bytes, lo: int = 0) -> int:
+        hi = len(self)
+        starts, data = self.starts, self.data
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if data[starts[mid] : starts[mid + 1] - 1] < key:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def prefix_range(self, prefix: str) -> tuple[int, int]:
+        """``(lo, hi)``: the sorted strings ``lo..hi-1`` start with ``prefix``."""
+        key = prefix.encode("utf-8", "surrogatepass")
+        lo = self._lower_bound(key)
+        return lo, self._lower_bound(key + b"\xff", lo)  # 0xff never occurs in UTF-8
+
+    def _index(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._hashes is None:
+            h = _hash_all(self.data, self.starts)
+            order = np.argsort(h, kind="stable").astype(np.int32 if len(h) < 2**31 else np.int64)
+            self._hashes, self._order = h[order], order
+        return self._hashes, self._order
+
+    def _resolve(self, h: int, key: bytes, at: int) -> int:
+        """The index of the string ``key`` among those whose hash ``h`` starts at ``at`` of the
+        sorted hashes, or -1."""
+        hashes, order = self._hashes, self._order
+        while at < len(hashes) and hashes[at] == h:
+            i = int(order[at])
+            if self.bytes_at(i) == key:
+                return i
+            at += 1
+        return -1
+
+    def find(self, s: str) -> int:
+        """Index of the string ``s``, or -1."""
+        if not len(self):
+            return -1
+        hashes, _ = self._index()
+        key = s.encode("utf-8", "surrogatepass")
+        h = _hash_one(key)
+        return self._resolve(h, key, int(np.searchsorted(hashes, np.uint64(h))))
+
+    def find_many(self, strings: list[str]) -> np.ndarray:
+        """Indices of ``strings``, ``(len(strings),) int64``, -1 for those not held."""
+        out = np.full(len(strings), -1, np.int64)
+        if not len(self) or not strings:
+            return out
+        hashes, _ = self._index()
+        keys = [s.encode("utf-8", "surrogatepass") for s in strings]
+        ok = [k for k in keys if b"\x01" not in k]
+        if len(ok) != len(keys):  # a string holding the separator is never held
+            sel = [i for i, k in enumerate(keys) if b"\x01" not in k]
+            out[sel] = self.find_many([strings[i] for i in sel])
+            return out
+        q = StringArray(b"\x01".join(keys))
+        qh = _hash_all(q.data, q.starts) if len(q) == len(keys) else np.array([_hash_one(k) for k in keys], np.uint64)
+        at = np.searchsorted(hashes, qh)
+        hit = at < len(hashes)
+        hit[hit] = hashes[at[hit]] == qh[hit]
+        for k in np.flatnonzero(hit).tolist():
+            out[k] = self._resolve(int(qh[k]), keys[k], int(at[k]))
+        return out
+
+
 class _Table:
-    """An n-gram table: context key -> (word indices, counts), stored as flat arrays."""
+    """An n-gram table: context key -> (word indices, counts), stored as flat arrays (the keys a
+    :class:`StringArray`, looked up by hash; the arrays kept as the file holds them)."""
 
-    __slots__ = ("index", "offsets", "ix", "cnt")
+    __slots__ = ("keys", "offsets", "ix", "cnt")
 
-    def __init__(self, keys: list[str], offsets: np.ndarray, ix: np.ndarray, cnt: np.ndarray):
-        self.index = dict(zip(keys, range(len(keys))))
-        self.offsets, self.ix, self.cnt = offsets, ix.astype(np.int64), cnt.astype(np.float64)
+    def __init__(self, keys: StringArray, offsets: np.ndarray, ix: np.ndarray, cnt: np.ndarray):
+        if len(offsets) != len(keys) + 1:
+            raise ValueError("an n-gram table's keys and offsets differ in length")
+        self.keys, self.offsets, self.ix, self.cnt = keys, offsets, ix, cnt
 
     def get(self, key: str):
-        k = self.index.get(key)
-        if k is None:
+        """``(word indices, counts)`` of the context ``key``, or None."""
+        k = self.keys.find(key)
+        if k < 0:
             return None
         a, b = self.offsets[k], self.offsets[k + 1]
         return self.ix[a:b], self.cnt[a:b]
 
     def __len__(self) -> int:
-        return len(self.index)
+        return len(self.keys)
 
 
 class CorpusLexicon:
     """Shipped corpus statistics (``lexicon.npz``): identifiers sorted for prefix lookup, their
-    counts and first BPE token, and pruned bigram/trigram tables."""
+    counts and first BPE token, and pruned bigram/trigram tables.
+
+    Everything is a flat NumPy array or one byte buffer (:class:`StringArray`), loaded once from
+    the file as it is stored (no per-identifier Python objects, no widened copies): the Python
+    lexicon takes ~21 MB, where lists and dicts of strings took ~60 MB.
+    """
 
     def __init__(self, arrays):
-        self.words = _split(arrays["words"])
-        self.index = {w: i for i, w in enumerate(self.words)}
-        self.counts = arrays["counts"].astype(np.float64)
-        self.first_tokens = arrays["first_tokens"].astype(np.int64)
+        self.words = StringArray(arrays["words"])
+        self.counts = np.asarray(arrays["counts"])
+        self.first_tokens = np.asarray(arrays["first_tokens"])
         if not (len(self.words) == len(self.counts) == len(self.first_tokens)):
             raise ValueError("words, counts and first_tokens differ in length")
         self.total = float(self.counts.sum())
-        self.by_count = np.argsort(-self.counts, kind="stable")
-        self.bi = _Table(_split(arrays["bi_keys"]), arrays["bi_offsets"], arrays["bi_ix"], arrays["bi_cnt"])
-        self.tri = _Table(_split(arrays["tri_keys"]), arrays["tri_offsets"], arrays["tri_ix"], arrays["tri_cnt"])
+        self.bi = _Table(StringArray(arrays["bi_keys"]), arrays["bi_offsets"], arrays["bi_ix"], arrays["bi_cnt"])
+        self.tri = _Table(StringArray(arrays["tri_keys"]), arrays["tri_offsets"], arrays["tri_ix"], arrays["tri_cnt"])
 
     def prefix_range(self, prefix: str) -> tuple[int, int]:
-        lo = bisect.bisect_left(self.words, prefix)
-        hi = bisect.bisect_left(self.words, prefix + "\U0010ffff", lo)
-        return lo, hi
+        return self.words.prefix_range(prefix)
+
+    def top_words(self, size: int) -> np.ndarray:
+        """Indices of the ``size`` most frequent words (ties: the earlier word), sorted."""
+        return np.sort(np.argsort(-self.counts, kind="stable")[:size])
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held (arrays, buffers and hash indices)."""
+        n = self.words.nbytes + self.counts.nbytes + self.first_tokens.nbytes
+        for t in (self.bi, self.tri):
+            n += t.keys.nbytes + t.offsets.nbytes + t.ix.nbytes + t.cnt.nbytes
+        return n
 
     PARTS = ("words", "counts", "first_tokens", "bi_keys", "bi_offsets", "bi_ix", "bi_cnt",
              "tri_keys", "tri_offsets", "tri_ix", "tri_cnt")
@@ -214,8 +391,10 @@ def merge_lexicons(corpus: CorpusLexicon | None, extra: CorpusLexicon, weight: f
 
     ``extra``'s counts are scaled so that its total is ``weight`` times the corpus total, then
     added: a workspace of 2,000 identifier occurrences weighs as much as a corpus of 20 million.
-    The n-gram tables are merged per context (counts scaled the same way, summed per word). Costs ~0.1-0.3 s for a 150k-word corpus; run it off the engine
-    thread.
+    The n-gram tables are merged per context (counts scaled the same way, summed per word). The
+    words are merged as byte buffers (``extra``'s new words inserted at their sorted places), so no
+    Python string is made per corpus word. Costs ~0.1-0.3 s for a 150k-word corpus; run it off the
+    engine thread.
 
     Args:
         corpus: the shipped lexicon of the language, or None (then ``extra`` alone).
@@ -230,38 +409,53 @@ def merge_lexicons(corpus: CorpusLexicon | None, extra: CorpusLexicon, weight: f
     if not len(extra.words):
         return corpus
     scale = weight * corpus.total / max(1.0, extra.total)
-    words = sorted(set(corpus.words).union(extra.words))
-    index = {w: i for i, w in enumerate(words)}
-    cmap = np.fromiter((index[w] for w in corpus.words), np.int64, len(corpus.words))
-    emap = np.fromiter((index[w] for w in extra.words), np.int64, len(extra.words))
-    counts = np.zeros(len(words))
+    ewords = list(extra.words)
+    found = corpus.words.find_many(ewords)
+    new = np.flatnonzero(found < 0)  # extra's words the corpus lacks (sorted, as extra's are)
+    cw = corpus.words
+    ins = np.fromiter((cw._lower_bound(ewords[k].encode("utf-8")) for k in new.tolist()), np.int64, len(new))
+    chunks, prev = [], 0
+    for k, at in zip(new.tolist(), ins.tolist()):
+        if at > prev:
+            chunks.append(cw.data[cw.starts[prev] : cw.starts[at]])
+        chunks.append(ewords[k].encode("utf-8") + b"\x01")
+        prev = at
+    if prev < len(cw):
+        chunks.append(cw.data[cw.starts[prev] :] + b"\x01")
+    n = len(cw) + len(new)
+    cmap = np.arange(len(cw)) + np.searchsorted(ins, np.arange(len(cw)), side="right")
+    emap = found.copy()
+    emap[found >= 0] = cmap[found[found >= 0]]
+    emap[new] = ins + np.arange(len(new))
+    counts = np.zeros(n)
     counts[cmap] += corpus.counts
     counts[emap] += scale * extra.counts
-    firsts = np.zeros(len(words), np.int64)
+    firsts = np.zeros(n, np.int64)
     firsts[cmap] = corpus.first_tokens
     firsts[emap] = extra.first_tokens
-    arrays = {"words": _join(words), "counts": counts, "first_tokens": firsts}
+    arrays = {"words": np.frombuffer(b"".join(chunks)[:-1], np.uint8), "counts": counts, "first_tokens": firsts}
     for name in ("bi", "tri"):
         a, b = getattr(corpus, name), getattr(extra, name)
-        keys = list(a.index)
-        kid = dict(a.index)
-        for k in b.index:
-            if k not in kid:
-                kid[k] = len(keys)
-                keys.append(k)
+        bkeys = list(b.keys)
+        bk = a.keys.find_many(bkeys)  # b's key order -> merged key id (a's keys, then b's new ones)
+        fresh = np.flatnonzero(bk < 0)
+        bk[fresh] = len(a) + np.arange(len(fresh))
+        keys = a.keys.data
+        if len(fresh):
+            more = b"\x01".join(bkeys[k].encode("utf-8") for k in fresh.tolist())
+            keys = keys + b"\x01" + more if len(a) else more
         ka = np.repeat(np.arange(len(a)), np.diff(a.offsets))
-        bk = np.fromiter((kid[k] for k in b.index), np.int64, len(b))  # b's key order -> merged key id
         kb = bk[np.repeat(np.arange(len(b)), np.diff(b.offsets))]
         key = np.concatenate([ka, kb])
         word = np.concatenate([cmap[a.ix], emap[b.ix]])
         cnt = np.concatenate([a.cnt, scale * b.cnt])
-        code, inv = np.unique(key * len(words) + word, return_inverse=True)
+        code, inv = np.unique(key * n + word, return_inverse=True)
         cnt = np.bincount(inv, weights=cnt, minlength=len(code))
-        key, word = code // len(words), code % len(words)
+        key, word = code // n, code % n
         order = np.lexsort((-cnt, key))
         key, word, cnt = key[order], word[order], cnt[order]
-        offsets = np.concatenate([[0], np.cumsum(np.bincount(key, minlength=len(keys)))])
-        arrays[f"{name}_keys"] = _join(keys)
+        offsets = np.concatenate([[0], np.cumsum(np.bincount(key, minlength=len(a) + len(fresh)))])
+        arrays[f"{name}_keys"] = np.frombuffer(keys, np.uint8)
         arrays[f"{name}_offsets"] = offsets
         arrays[f"{name}_ix"] = word
         arrays[f"{name}_cnt"] = cnt
@@ -295,17 +489,23 @@ class PoolBuilder:
         self._window_key = None
         self._window_scores: list = []
         self._window_tot = 0
-        self._corpus_w = None
         self._top: tuple[int, np.ndarray] | None = None
 
     def _top_corpus(self, size: int) -> np.ndarray:
         """The ``size`` most frequent corpus words, sorted by index (cached)."""
         if self._top is None or self._top[0] != size:
-            self._top = (size, np.sort(self.corpus.by_count[:size]))
+            self._top = (size, self.corpus.top_words(size))
         return self._top[1]
 
     def doc_arrays(self, doc: DocLexicon):
-        """Sorted words and aligned arrays of a document (computed once per document version)."""
+        """Sorted words and aligned arrays of a document (computed once per document version).
+
+        Returns:
+            ``(words, index, counts, ccount, doc_cix, doc_dix, firsts)``: the document's words
+            (sorted), ``word -> position``, their document and corpus counts, the corpus indices
+            of those the corpus holds (sorted) with their positions in ``words``, and their first
+            BPE tokens. Nothing here is as large as the corpus.
+        """
         cached = doc._arrays
         if cached is not None and cached[0] is self.corpus:
             return cached[1]
@@ -313,21 +513,20 @@ class PoolBuilder:
         counts = np.fromiter((doc.uni[w] for w in words), np.float64, len(words))
         c = self.corpus
         if c is not None:
-            cidx = np.fromiter((c.index.get(w, -1) for w in words), np.int64, len(words))
-            to_doc = np.full(len(c.words), -1, np.int64)  # corpus index -> document index
-            to_doc[cidx[cidx >= 0]] = np.flatnonzero(cidx >= 0)
-            in_doc = to_doc >= 0
+            cidx = c.words.find_many(words)
+            known = np.flatnonzero(cidx >= 0)
+            by_corpus = np.argsort(cidx[known], kind="stable")
+            doc_cix, doc_dix = cidx[known][by_corpus], known[by_corpus]  # corpus index -> document index
             ccount = np.where(cidx >= 0, c.counts[np.maximum(cidx, 0)], 0.0) if len(words) else np.zeros(0)
             firsts = np.where(cidx >= 0, c.first_tokens[np.maximum(cidx, 0)], -1) if len(words) else np.zeros(0, np.int64)
         else:
             cidx = np.full(len(words), -1, np.int64)
-            in_doc = np.zeros(0, bool)
-            to_doc = np.zeros(0, np.int64)
+            doc_cix = doc_dix = np.zeros(0, np.int64)
             ccount = np.zeros(len(words))
             firsts = np.full(len(words), -1, np.int64)
         for i in np.flatnonzero(firsts < 0).tolist():
             firsts[i] = self.first_token(words[i])
-        arr = (words, {w: i for i, w in enumerate(words)}, counts, ccount, in_doc, firsts, to_doc)
+        arr = (words, {w: i for i, w in enumerate(words)}, counts, ccount, doc_cix, doc_dix, firsts)
         doc._arrays = (self.corpus, arr)  # valid for this corpus lexicon only (languages differ)
         return arr
 
@@ -370,7 +569,7 @@ class PoolBuilder:
             for w in line:
                 extra[w] += W["win"] / (self._window_tot + len(line))
         c = self.corpus
-        words, index, counts, ccount, in_doc, firsts, to_doc = self.arr
+        words, index, counts, ccount, doc_cix, doc_dix, firsts = self.arr
         self.doc_base = (W["doc1"] / max(1, doc.total)) * counts
         # corpus n-gram followers stay in corpus index space (arrays): those in the document are
         # added to its entries, the rest become the corpus extras
@@ -378,9 +577,6 @@ class PoolBuilder:
         cv = np.zeros(0)
         if c is not None:
             self.doc_base += (W["cor1"] / c.total) * ccount
-            if self._corpus_w != W["cor1"]:
-                self.corpus_base = (W["cor1"] / c.total) * c.counts
-                self._corpus_w = W["cor1"]
             ixs, vals = [], []
             for table, weight in ((c.tri.get(k3s), W["cor3"]), (c.bi.get(k2), W["cor2"])):
                 if table is not None:
@@ -389,27 +585,26 @@ class PoolBuilder:
                     vals.append(cnt * (weight / cnt.sum()))
             if ixs:
                 ix, val = np.concatenate(ixs), np.concatenate(vals)
-                d = to_doc[ix]
-                m = d >= 0
+                d, m = _doc_positions(doc_cix, doc_dix, ix)
                 np.add.at(self.doc_base, d[m], val[m])
                 cj, inv = np.unique(ix[~m], return_inverse=True)  # sorted, summed per word
                 cv = np.bincount(inv, weights=val[~m], minlength=len(cj))
         # document / window extras (words): those in the document add to its entries
         new_words, new_scores = [], []
-        di, dv, xj, xv = [], [], [], []
+        di, dv, rest, rest_v = [], [], [], []
         for w, v in extra.items():
             i = index.get(w)
             if i is not None:
                 di.append(i)
                 dv.append(v)
-                continue
-            j = c.index.get(w) if c is not None else None
-            if j is not None:
-                xj.append(j)
-                xv.append(v)
-                continue
-            new_words.append(w)
-            new_scores.append(v)
+            else:
+                rest.append(w)
+                rest_v.append(v)
+        js = c.words.find_many(rest).tolist() if c is not None else [-1] * len(rest)
+        xj = [j for j in js if j >= 0]
+        xv = [v for j, v in zip(js, rest_v) if j >= 0]
+        new_words = [w for j, w in zip(js, rest) if j < 0]
+        new_scores = [v for j, v in zip(js, rest_v) if j < 0]
         if di:
             np.add.at(self.doc_base, np.asarray(di, np.int64), np.asarray(dv))
         if xj:  # corpus words not in the document that the window mentions
@@ -423,7 +618,7 @@ class PoolBuilder:
 
     def candidates(self, prefix: str, size: int):
         """Pool for a typed prefix: ``(words, prior, first_tokens)``, at most ``size``, best prior first."""
-        words, index, counts, ccount, in_doc, firsts, to_doc = self.arr
+        words, index, counts, ccount, doc_cix, doc_dix, firsts = self.arr
         parts_score, parts_first, parts_word = [], [], []
         # document words
         if prefix:
@@ -438,22 +633,21 @@ class PoolBuilder:
         if c is not None:
             if prefix:
                 clo, chi = c.prefix_range(prefix)
-                s = self.corpus_base[clo:chi].copy()
+                s = c.counts[clo:chi] * (self.weights["cor1"] / c.total)
                 cj, cv = self.corpus_extra_ix, self.corpus_extra_v
                 a, b = np.searchsorted(cj, clo), np.searchsorted(cj, chi)
                 s[cj[a:b] - clo] += cv[a:b]
-                if len(in_doc):
-                    s[in_doc[clo:chi]] = -1.0
+                a, b = np.searchsorted(doc_cix, clo), np.searchsorted(doc_cix, chi)
+                s[doc_cix[a:b] - clo] = -1.0
                 parts_score.append(s)
                 parts_first.append(c.first_tokens[clo:chi])
                 parts_word.append((c.words, clo))
             else:
                 # no prefix: the most frequent corpus words plus the context's corpus extras
                 idx = np.union1d(self._top_corpus(size), self.corpus_extra_ix)
-                s = self.corpus_base[idx]
+                s = c.counts[idx] * (self.weights["cor1"] / c.total)
                 s[np.searchsorted(idx, self.corpus_extra_ix)] += self.corpus_extra_v
-                if len(in_doc):
-                    s[in_doc[idx]] = -1.0
+                s[np.isin(idx, doc_cix)] = -1.0
                 parts_score.append(s)
                 parts_first.append(c.first_tokens[idx])
                 parts_word.append((_Indexed(c.words, idx), 0))
@@ -473,6 +667,14 @@ class PoolBuilder:
         part = np.searchsorted(bounds, top, side="right")
         starts = np.concatenate([[0], bounds[:-1]])
         return _LazyWords(parts_word, part, top - starts[part]), score[top], first[top]
+
+
+def _doc_positions(doc_cix: np.ndarray, doc_dix: np.ndarray, ix: np.ndarray):
+    """Document positions of corpus words ``ix``: ``(positions, found)``, ``found`` a mask."""
+    if not len(doc_cix):
+        return np.zeros(len(ix), np.int64), np.zeros(len(ix), bool)
+    at = np.minimum(np.searchsorted(doc_cix, ix), len(doc_cix) - 1)
+    return doc_dix[at], doc_cix[at] == ix
 
 
 class _LazyWords:

@@ -1,0 +1,144 @@
+"""The array-based candidate filter (``engine.lexicon``) against the dict-based one it replaced
+(``tests/reference_lexicon.py``): the same pools, priors and first tokens on real text, for the
+shipped lexicons and for a workspace merge; and the string arrays' lookups against Python's."""
+
+from __future__ import annotations
+
+import bisect
+import inspect
+import re
+import textwrap
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine import lexicon as new
+from tests import reference_lexicon as old
+
+MODEL = Path(__file__).resolve().parent.parent / "engine" / "models" / "laya-code"
+TEXT = Path(inspect.getsourcefile(textwrap)).read_text("utf-8")
+IDENT = re.compile(r"[^\W\d]\w*")
+
+
+def _first_token(word: str) -> int:
+    return sum(map(ord, word)) % 4096
+
+
+@pytest.fixture(scope="module")
+def lexicons():
+    out = {}
+    for lang in ("python", "javascript"):
+        with np.load(MODEL / f"lexicon-{lang}.npz") as z:
+            arrays = {k: z[k] for k in z.files}
+        out[lang] = (old.CorpusLexicon(arrays), new.CorpusLexicon(arrays))
+    return out
+
+
+def test_string_array_lookups_match_python():
+    words = sorted({"a", "ab", "abc", "b", "é", "éa", "z_1", "日本", "x" * 300, "😀x", "Zeta", "_x"})
+    sa = new.StringArray.from_strings(words)
+    assert len(sa) == len(words) and list(sa) == words and [sa[i] for i in range(len(sa))] == words
+    for p in ["", "a", "ab", "abcd", "é", "日", "😀", "x", "Z", "_", "q", "\U0010ffff"]:
+        lo = bisect.bisect_left(words, p)
+        assert sa.prefix_range(p) == (lo, bisect.bisect_left(words, p + "\U0010ffff", lo)), p
+    queries = words + ["", "abcd", "a\x01b", "nope", "日"]
+    assert sa.find_many(queries).tolist() == [words.index(q) if q in words else -1 for q in queries]
+    assert [sa.find(q) for q in queries] == [words.index(q) if q in words else -1 for q in queries]
+    # the NumPy hash and the one-string Python hash agree
+    h = new._hash_all(sa.data, sa.starts)
+    assert h.tolist() == [new._hash_one(w.encode("utf-8")) for w in words]
+    empty = new.StringArray(b"")
+    assert len(empty) == 0 and empty.find("a") == -1 and empty.prefix_range("a") == (0, 0)
+    assert empty.find_many(["a"]).tolist() == [-1]
+
+
+def test_hash_collisions_resolve_by_bytes(monkeypatch):
+    sa = new.StringArray.from_strings(["aa", "bb", "cc"])
+    monkeypatch.setattr(new, "_hash_one", lambda b: 7)
+    monkeypatch.setattr(new, "_hash_all", lambda data, starts: np.full(len(starts) - 1, 7, np.uint64))
+    assert [sa.find(w) for w in ("aa", "bb", "cc", "dd")] == [0, 1, 2, -1]
+    assert sa.find_many(["cc", "dd", "aa"]).tolist() == [2, -1, 0]
+
+
+def _contexts(text: str, every: int = 7):
+    """(text before a word start, the word) at every ``every``-th identifier of ``text``."""
+    for k, m in enumerate(IDENT.finditer(text)):
+        if k % every == 0 and len(m.group()) >= 2:
+            yield text[: m.start()], m.group()
+
+
+def _same_pools(pair_old, pair_new, text: str, with_doc: bool = True) -> int:
+    """Build pools with both implementations at word starts of ``text``; assert they are equal."""
+    lex_old, lex_new = pair_old, pair_new
+    pb_old = old.PoolBuilder(lex_old, _first_token)
+    pb_new = new.PoolBuilder(lex_new, _first_token)
+    doc_text = text[: len(text) // 2]
+    d_old, d_new = (old.DocLexicon(doc_text), new.DocLexicon(doc_text)) if with_doc else (None, None)
+    checked = 0
+    window_key = None
+    for before, word in _contexts(text):
+        lines = before.split("\n")
+        key = len(lines)
+        if key != window_key:  # a new Counter once per line, as ContextWindow does
+            window = Counter(w for ln in lines[-30:-1] for w in IDENT.findall(ln) if len(w) >= 2)
+            window_key = key
+        line = [w for w in IDENT.findall(lines[-1]) if len(w) >= 2]
+        keys = old.context_keys(old.pieces(before[-200:]))
+        pb_old.begin(keys, d_old, window, line)
+        pb_new.begin(keys, d_new, window, line)
+        for n in (0, 1, 2, 3):
+            prefix = word[:n]
+            wo, po, fo = pb_old.candidates(prefix, 256)
+            wn, pn, fn = pb_new.candidates(prefix, 256)
+            assert [wo[i] for i in range(len(wo))] == [wn[i] for i in range(len(wn))], (before[-60:], prefix)
+            assert np.array_equal(po, pn) and np.array_equal(fo, fn), (before[-60:], prefix)
+            checked += 1
+    return checked
+
+
+@pytest.mark.parametrize("lang", ["python", "javascript"])
+def test_pools_equal_the_dict_implementation(lexicons, lang):
+    lex_old, lex_new = lexicons[lang]
+    assert list(lex_new.words) == lex_old.words
+    assert _same_pools(lex_old, lex_new, TEXT) > 500
+
+
+def test_pools_equal_without_a_document(lexicons):
+    assert _same_pools(*lexicons["python"], TEXT[:30000], with_doc=False) > 100
+
+
+def test_workspace_merge_equals_the_dict_implementation(lexicons):
+    from engine.tokenizer import load_tokenizer
+
+    tok = load_tokenizer(MODEL / "tokenizer.json")
+    import difflib
+    import json
+
+    texts = [Path(inspect.getsourcefile(m)).read_text("utf-8") for m in (difflib, json.decoder)]
+    texts.append("def zz_only_here(qq_new_name):\n    return qq_new_name.zz_attr\n")
+    arrays = new.CorpusLexicon.build(texts, tok, min_context_count=1)
+    lex_old, lex_new = lexicons["python"]
+    m_old = old.merge_lexicons(lex_old, old.CorpusLexicon(arrays), 0.5)
+    m_new = new.merge_lexicons(lex_new, new.CorpusLexicon(arrays), 0.5)
+    assert list(m_new.words) == m_old.words
+    assert np.array_equal(m_new.counts, m_old.counts)
+    assert np.array_equal(m_new.first_tokens, m_old.first_tokens)
+    for name in ("bi", "tri"):
+        to, tn = getattr(m_old, name), getattr(m_new, name)
+        assert list(tn.keys) == list(to.index)
+        assert np.array_equal(tn.offsets, to.offsets) and np.array_equal(tn.ix, to.ix)
+        assert np.array_equal(tn.cnt, to.cnt)
+    assert _same_pools(m_old, m_new, TEXT[:40000]) > 100
+    # merging into nothing, or nothing in
+    assert new.merge_lexicons(None, m_new) is m_new
+    assert new.merge_lexicons(m_new, new.CorpusLexicon(new.CorpusLexicon.build([], tok))) is m_new
+
+
+def test_lexicon_holds_no_python_strings_per_word(lexicons):
+    lex = lexicons["python"][1]
+    assert isinstance(lex.words.data, bytes)
+    assert lex.first_tokens.dtype == np.int32 and lex.tri.ix.dtype == np.int32  # as the file holds them
+    lex.words.find("self")  # builds the hash index
+    assert lex.nbytes < 25e6, lex.nbytes
