@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import (JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams,
-                              JsonRpcInvalidRequest, JsonRpcParseError, JsonRpcServerNotInitialized)
+from pygls.exceptions import (FeatureRequestError, JsonRpcException, JsonRpcInternalError,
+                              JsonRpcInvalidParams, JsonRpcInvalidRequest, JsonRpcParseError,
+                              JsonRpcServerNotInitialized)
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.protocol.json_rpc import RPCNotification, RPCRequest
 from pygls.workspace import TextDocument, Workspace
@@ -162,7 +163,7 @@ class LayaProtocol(LanguageServerProtocol):
         message_type = self.get_message_type(data["method"])
         try:
             if message_type is None:  # unknown method: pygls answers MethodNotFound
-                return super().structure_message(data)
+                return super().structure_message({"params": None, **data})  # params are optional
             message = self._converter.structure(data, message_type)
         except Exception as e:  # noqa: BLE001 - cattrs raises many kinds
             return Malformed(data, JsonRpcInvalidParams, _reason(e))
@@ -339,6 +340,9 @@ def report_server_error(server, error: Exception, source) -> None:
     if source is JsonRpcException and isinstance(error, ValueError):
         log.warning("a message body is not valid JSON: %s", error)
         server.protocol.send_parse_error()
+        return
+    if source is FeatureRequestError:  # the request was answered with the error already
+        log.debug("request error: %s", error)
         return
     log.error("server error (%s): %s", getattr(source, "__name__", source), error,
               exc_info=(type(error), error, error.__traceback__))

@@ -29,6 +29,10 @@ class RawServer:
         self.stderr = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(SERVER + list(args), stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self.stderr, env=ENV)
+        self._start(self.proc.stdin, self.proc.stdout)
+
+    def _start(self, to_server, from_server) -> None:
+        self._in, self._out = to_server, from_server
         self.messages: list[dict] = []
         self._arrived = threading.Condition()
         self._ids = itertools.count(1)
@@ -36,7 +40,7 @@ class RawServer:
         self._reader.start()
 
     def _read(self) -> None:
-        out = self.proc.stdout
+        out = self._out
         while True:
             length = None
             while True:
@@ -56,8 +60,8 @@ class RawServer:
 
     def send(self, obj) -> None:
         """Send one message: a JSON value, or raw ``bytes`` as the body."""
-        self.proc.stdin.write(frame(obj))
-        self.proc.stdin.flush()
+        self._in.write(frame(obj))
+        self._in.flush()
 
     def request(self, method: str, params=None, msg_id=None):
         """Send a request; returns its id."""
@@ -134,3 +138,40 @@ class RawServer:
 
     def __exit__(self, *exc) -> None:
         self.kill()
+
+
+class InProcessServer(RawServer):
+    """The real server (``create_server()`` and pygls's stdio loop) on a thread of this process,
+    over pipes, so a test can also read its state (``ls.workspace``). ``exit`` does not end the
+    process; :meth:`close` ends the session with EOF."""
+
+    def __init__(self) -> None:
+        import logging
+
+        from laya_lsp.server import create_server
+
+        self.ls = create_server()
+        self.exit_codes: list[int] = []
+        self.ls.exit = self.exit_codes.append
+        self._logging = list(logging.getLogger().handlers)
+        r_in, w_in = os.pipe()
+        r_out, w_out = os.pipe()
+        server_in, server_out = os.fdopen(r_in, "rb"), os.fdopen(w_out, "wb")
+        self._loop = threading.Thread(target=self.ls.start_io, args=(server_in, server_out), daemon=True)
+        self._loop.start()
+        self._start(os.fdopen(w_in, "wb"), os.fdopen(r_out, "rb"))
+        self.stderr = tempfile.TemporaryFile()
+
+    def close(self) -> None:
+        import logging
+
+        self._in.close()
+        self._loop.join(timeout=10)
+        self.ls.bridge.shutdown(wait=2)
+        root = logging.getLogger()
+        for h in list(root.handlers):
+            if h not in self._logging:
+                root.removeHandler(h)
+
+    def kill(self) -> None:
+        self.close()
