@@ -45,14 +45,17 @@ class NumpyBackend:
 
     name = "numpy"
 
-    def __init__(self, args: ModelArgs, weights: dict[str, np.ndarray], capacity: int):
+    def __init__(self, args: ModelArgs, weights: dict[str, np.ndarray], capacity: int,
+                 config: dict | None = None):
         """
         Args:
             args: model hyper-parameters.
             weights: float32 arrays under mlx-lm / Llama names (dequantized).
             capacity: most tokens the KV cache holds (context window plus continuation).
+            config: the model folder's ``config.json`` (kept as ``self.config``).
         """
         self.args = args
+        self.config = config or {}
         d, h, kvh, hd = args.hidden_size, args.num_attention_heads, args.num_key_value_heads, args.head_dim
         self.h, self.kvh, self.hd, self.eps, self.d = h, kvh, hd, args.rms_norm_eps, d
         half = hd // 2
@@ -177,6 +180,16 @@ class NumpyBackend:
 
     def reset(self) -> None:
         self.offset = 0
+
+    def swap(self, state=None):
+        """Install another KV cache (None: a new empty one); return the live one (no copy)."""
+        old = (self.kT, self.v, self.hid, self.offset)
+        if state is None:
+            self.kT, self.v, self.hid = np.empty_like(self.kT), np.empty_like(self.v), np.zeros_like(self.hid)
+            self.offset = 0
+        else:
+            self.kT, self.v, self.hid, self.offset = state
+        return old
 
     def shift(self, d: int) -> None:
         """Context shift: drop the oldest ``d`` cached tokens and move the rest to positions ``0..``.

@@ -34,6 +34,15 @@ def numpy_backend():
     return make_backend(DEFAULT_MODEL_DIR, "numpy", 256)
 
 
+@pytest.fixture(scope="module")
+def numba_backend():
+    return make_backend(DEFAULT_MODEL_DIR, "numba", 256)
+
+
+def _backend(kind, numpy_backend, numba_backend):
+    return {"numpy": numpy_backend, "numba": numba_backend}.get(kind) or MLXBackend(DEFAULT_MODEL_DIR, 256)
+
+
 def test_mlx_lm_load_opens_the_folder_with_the_same_logits(tokens):
     mlx_lm = pytest.importorskip("mlx_lm")
     ref_model, _ = mlx_lm.load(str(DEFAULT_MODEL_DIR))
@@ -57,9 +66,9 @@ def test_numpy_backend_matches_mlx_logits(tokens, numpy_backend):
     assert (got.argmax(-1) == ref.argmax(-1)).mean() > 0.99
 
 
-@pytest.mark.parametrize("kind", ["numpy", "mlx"])
-def test_kv_reuse_and_trim_equal_a_fresh_prefill(tokens, kind, numpy_backend):
-    b = numpy_backend if kind == "numpy" else MLXBackend(DEFAULT_MODEL_DIR, 256)
+@pytest.mark.parametrize("kind", ["numpy", "numba", "mlx"])
+def test_kv_reuse_and_trim_equal_a_fresh_prefill(tokens, kind, numpy_backend, numba_backend):
+    b = _backend(kind, numpy_backend, numba_backend)
     b.reset()
     fresh = b.logits(b.forward(tokens))
     # incremental: prefix, then one token at a time
@@ -92,15 +101,15 @@ def test_cache_capacity_is_enforced(numpy_backend):
         numpy_backend.forward(list(range(300)))
 
 
-@pytest.mark.parametrize("kind", ["numpy", "mlx"])
-def test_context_shift_moves_keys_exactly(tokens, kind, numpy_backend):
+@pytest.mark.parametrize("kind", ["numpy", "numba", "mlx"])
+def test_context_shift_moves_keys_exactly(tokens, kind, numpy_backend, numba_backend):
     """Layer-0 keys/values depend only on the token and its position, so after dropping the first
     ``d`` tokens and re-rotating, they must equal a fresh prefill of the kept tokens."""
-    b = numpy_backend if kind == "numpy" else MLXBackend(DEFAULT_MODEL_DIR, 256)
+    b = _backend(kind, numpy_backend, numba_backend)
     d = 7
 
     def layer0(backend, n):
-        if kind == "numpy":
+        if kind != "mlx":
             return backend.kT[0, :, :, :n].transpose(0, 2, 1).copy(), backend.v[0, :, :n].copy()
         c = backend.cache[0]
         return np.array(c.keys[0, :, :n]), np.array(c.values[0, :, :n])
@@ -118,10 +127,10 @@ def test_context_shift_moves_keys_exactly(tokens, kind, numpy_backend):
     b.reset()
 
 
-@pytest.mark.parametrize("kind", ["numpy", "mlx"])
-def test_final_hidden_states_are_kept_per_position(tokens, kind, numpy_backend):
+@pytest.mark.parametrize("kind", ["numpy", "numba", "mlx"])
+def test_final_hidden_states_are_kept_per_position(tokens, kind, numpy_backend, numba_backend):
     """The neural cache reads ``hid[i]``, the final hidden state after token ``i``."""
-    b = numpy_backend if kind == "numpy" else MLXBackend(DEFAULT_MODEL_DIR, 256)
+    b = _backend(kind, numpy_backend, numba_backend)
     b.reset()
     all_h = b.forward(tokens[:10], all_positions=True)
     last = b.forward(tokens[10:11])

@@ -1,0 +1,88 @@
+"""The numba backend (6-bit codes, fused dequantization) against the float32 reference, and the
+``Backend`` protocol every backend implements."""
+
+import inspect
+import textwrap
+
+import numpy as np
+import pytest
+
+from engine.backends import Backend, MLXBackend, make_backend
+from engine.model_io import DEFAULT_MODEL_DIR
+from engine.tokenizer import load_tokenizer
+
+# Real code nobody here wrote, and not in the training corpus's held-out packages' way: the stdlib's
+# textwrap (the corpus has the stdlib, so this checks arithmetic, not generalisation).
+TEXT = open(inspect.getsourcefile(textwrap), encoding="utf-8").read()
+
+
+@pytest.fixture(scope="module")
+def pair():
+    return make_backend(DEFAULT_MODEL_DIR, "numpy", 600), make_backend(DEFAULT_MODEL_DIR, "numba", 600)
+
+
+@pytest.fixture(scope="module")
+def ids():
+    return load_tokenizer(DEFAULT_MODEL_DIR / "tokenizer.json").encode(TEXT).ids
+
+
+@pytest.mark.parametrize("kind", ["numpy", "numba", "mlx"])
+def test_every_backend_implements_the_protocol(kind):
+    b = make_backend(DEFAULT_MODEL_DIR, kind, 64) if kind != "mlx" else MLXBackend(DEFAULT_MODEL_DIR, 64)
+    assert isinstance(b, Backend)
+    assert b.name == kind and b.capacity == 64 and b.offset == 0
+    assert b.config["quantization"] == {"group_size": 64, "bits": 6}
+    assert b.hid.shape == (64, b.args.hidden_size)
+    for name in ("forward", "logits", "trim", "reset", "shift", "swap"):
+        assert callable(getattr(b, name))
+
+
+def test_step_by_step_logits_match_float32(pair, ids):
+    """Decode steps on the codes vs float32 NumPy: same 6-bit weights, so the difference is
+    summation order only; top-1 agrees at every position."""
+    ref, q = pair
+    ref.reset()
+    q.reset()
+    ref.forward(ids[:100])
+    q.forward(ids[:100])
+    diffs, agree = [], []
+    for t in ids[100:400]:
+        a = ref.logits(ref.forward([t]))
+        b = q.logits(q.forward([t]))
+        diffs.append(np.abs(a - b).max())
+        agree.append(a.argmax() == b.argmax())
+    assert max(diffs) < 2e-3
+    assert np.mean(agree) == 1.0
+    assert np.allclose(ref.hid[:400], q.hid[:400], atol=1e-4)
+
+
+def test_few_token_forward_equals_prefill(pair, ids):
+    """Up to STEP_MAX new tokens run as compiled steps; more through the float32 prefill."""
+    _, q = pair
+    q.reset()
+    full = q.forward(ids[:40], all_positions=True)
+    q.reset()
+    q.forward(ids[:34])
+    few = q.forward(ids[34:40], all_positions=True)
+    assert few.shape == (6, q.args.hidden_size)
+    assert np.abs(few - full[34:]).max() < 1e-4
+
+
+def test_swap_keeps_both_caches(pair, ids):
+    _, q = pair
+    q.reset()
+    h1 = q.forward(ids[:50])
+    first = q.swap()
+    assert q.offset == 0
+    q.forward(ids[200:230])
+    second = q.swap(first)
+    assert q.offset == 50
+    q.trim(1)
+    assert np.abs(q.forward(ids[49:50]) - h1).max() < 1e-4
+    q.swap(second)
+    assert q.offset == 30
+
+
+def test_unknown_backend_is_named():
+    with pytest.raises(ValueError, match="numba"):
+        make_backend(DEFAULT_MODEL_DIR, "tpu", 8)
