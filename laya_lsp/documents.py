@@ -9,7 +9,6 @@ bounded in size.
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -92,6 +91,45 @@ def clamp_position(doc: TextDocument, position: types.Position,
     return ServerTextPosition(server.line, min(server.character, len(content)))
 
 
+def text_around(lines: Sequence[str], line: int, character: int, before: int,
+                after: int) -> tuple[str, str]:
+    """The last ``before`` characters before a position and the first ``after`` after it, read
+    from the lines around it: the cost depends on ``before + after``, not on the document's size.
+
+    Args:
+        lines: the document's lines, each with its line break.
+        line, character: the position in code points (``line == len(lines)``: the end).
+        before, after: most characters to return on each side.
+
+    Returns:
+        ``(text before, text after)``, as ``"".join(lines)`` sliced at the position would give.
+    """
+    here = lines[line] if line < len(lines) else ""
+    head, tail = [here[:character]], [here[character:]]
+    n, i = len(head[0]), line - 1
+    while n < before and i >= 0:
+        head.append(lines[i])
+        n, i = n + len(lines[i]), i - 1
+    n, i = len(tail[0]), line + 1
+    while n < after and i < len(lines):
+        tail.append(lines[i])
+        n, i = n + len(lines[i]), i + 1
+    text_before = "".join(reversed(head))
+    return (text_before[-before:] if before > 0 else ""), "".join(tail)[:max(0, after)]
+
+
+def document_head(doc: TextDocument, chars: int) -> str:
+    """The first ``chars`` characters of ``doc`` (read from its lines: a large document's whole
+    text is never joined for it)."""
+    out, n = [], 0
+    for ln in doc.lines:
+        if n >= chars:
+            break
+        out.append(ln)
+        n += len(ln)
+    return "".join(out)[:chars]
+
+
 def cursor_context(doc: TextDocument, position: types.Position, *,
                    max_prefix: int = MAX_PREFIX_CHARS,
                    max_suffix: int = MAX_SUFFIX_CHARS) -> CursorContext | None:
@@ -106,14 +144,12 @@ def cursor_context(doc: TextDocument, position: types.Position, *,
     Returns:
         The :class:`CursorContext`, or ``None`` when ``position`` is past the end of the document.
     """
-    lines = doc.lines  # split once: every pygls helper below would split the text again
+    lines = doc.lines  # once: pygls's own documents split the whole text on every access
     cursor = clamp_position(doc, position, lines)
     if cursor is None:
         return None
-    source = doc.source
-    offset = sum(map(len, itertools.islice(lines, cursor.line))) + cursor.character
-    prefix = normalize_newlines(source[max(0, offset - max_prefix):offset])
-    suffix = normalize_newlines(source[offset:offset + max_suffix])
+    before, after = text_around(lines, cursor.line, cursor.character, max_prefix, max_suffix)
+    prefix, suffix = normalize_newlines(before), normalize_newlines(after)
     word = word_prefix(prefix)
     # An identifier never spans a line break, so the word lies on the cursor's line.
     start = ServerTextPosition(cursor.line, cursor.character - len(word))

@@ -10,7 +10,6 @@ this file and run those tests.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,9 +19,12 @@ from pygls.exceptions import (FeatureRequestError, JsonRpcException, JsonRpcInte
                               JsonRpcServerNotInitialized)
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.protocol.json_rpc import RPCNotification, RPCRequest
-from pygls.workspace import TextDocument, Workspace
+from pygls.workspace import Workspace
 
 from .predictions import arrival_ticket
+from .text_document import LspTextDocument, lsp_lines
+
+__all__ = ["LayaProtocol", "LspTextDocument", "LspWorkspace", "lsp_lines"]
 
 log = logging.getLogger(__name__)
 
@@ -51,25 +53,9 @@ exit status:
 
 _HELD_MAX = 1000
 """Most outgoing notifications held back until ``initialize`` is answered."""
-_LSP_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
-"""One line and its end: LSP knows only ``\\n``, ``\\r\\n`` and ``\\r`` as line breaks."""
 
 UNINITIALIZED, INITIALIZING, RUNNING, SHUT_DOWN = "uninitialized", "initializing", "running", "shut down"
 _TICKETED = (types.TEXT_DOCUMENT_COMPLETION, types.TEXT_DOCUMENT_INLINE_COMPLETION)
-
-
-def lsp_lines(text: str) -> list[str]:
-    """``text`` split after each LSP line break (``str.splitlines(True)`` also splits on
-    ``\\f``, ``\\v``, ``\\x1c``-``\\x1e``, ``\\x85``, U+2028 and U+2029)."""
-    return _LSP_LINE.findall(text)
-
-
-class LspTextDocument(TextDocument):
-    """pygls's document, with LSP's line breaks (its incremental edits go by these lines)."""
-
-    @property
-    def lines(self) -> list[str]:
-        return lsp_lines(self.source)
 
 
 class LspWorkspace(Workspace):

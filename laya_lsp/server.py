@@ -22,7 +22,7 @@ from engine import languages
 
 from . import __version__, completion, inline, logging_setup, protocol, workspace_index
 from .config import InitializationOptions, parse_options
-from .documents import normalize_newlines
+from .documents import document_head, normalize_newlines
 from .loading import ModelHandle, report_loading
 from .scheduling import EngineBridge, Sequencer, Throttle
 
@@ -85,7 +85,7 @@ class LayaServer(LanguageServer):
         doc = self.open_document(uri)
         if doc is None:
             return
-        text = normalize_newlines(doc.source[:MAX_OBSERVE_CHARS])
+        text = normalize_newlines(document_head(doc, MAX_OBSERVE_CHARS))
         predictor = self.model.predictor
         if predictor is None:
             return

@@ -1,0 +1,77 @@
+"""The server's documents: LSP's line breaks, and a line index kept across edits.
+
+pygls's :class:`~pygls.workspace.TextDocument` keeps only the text: each access to ``lines``
+splits all of it again, and an incremental edit rebuilds the whole string through the lines, so a
+keystroke in a 5 MB file cost ~40-50 ms. :class:`LspTextDocument` keeps the lines themselves: an
+edit re-splits only the lines it touches, ``lines`` costs nothing, and ``source`` is joined only
+when asked for (then cached until the next edit). The cursor's surroundings are read from the
+lines (:func:`laya_lsp.documents.cursor_context`), so a keystroke costs the same in any file size.
+Edits give the same lines as pygls's rebuild followed by a full split (``tests/test_text_document.py``
+checks that on random edits, and ``tests/test_edit_property.py`` through the server).
+"""
+
+from __future__ import annotations
+
+import re
+
+from lsprotocol import types
+from pygls.workspace import TextDocument
+
+_LSP_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+"""One line and its end: LSP knows only ``\\n``, ``\\r\\n`` and ``\\r`` as line breaks."""
+
+
+def lsp_lines(text: str) -> list[str]:
+    """``text`` split after each LSP line break (``str.splitlines(True)`` also splits on
+    ``\\f``, ``\\v``, ``\\x1c``-``\\x1e``, ``\\x85``, U+2028 and U+2029)."""
+    return _LSP_LINE.findall(text)
+
+
+class LspTextDocument(TextDocument):
+    """pygls's document, split at LSP's line breaks only, with its lines kept across edits.
+
+    ``lines`` is the live list (valid until the next edit; never change it). An incremental edit
+    maps its range through the position codec exactly as pygls does and replaces the lines it
+    spans; a neighbouring line joins the re-split when a ``\\r`` and a ``\\n`` could pair up (or
+    come apart) across the edit's ends.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._lines: list[str] | None = None
+
+    @property
+    def lines(self) -> list[str]:
+        if self._lines is None:
+            self._lines = lsp_lines(TextDocument.source.fget(self))
+        return self._lines
+
+    @property
+    def source(self) -> str:
+        if self._source is None and self._lines is not None:
+            self._source = "".join(self._lines)
+        return super().source
+
+    def _apply_full_change(self, change: types.TextDocumentContentChangeEvent) -> None:
+        self._source, self._lines = change.text, None
+
+    def _apply_incremental_change(self, change: types.TextDocumentContentChangePartial) -> None:
+        lines = self.lines
+        rng = self._position_codec.range_from_client_units(lines, change.range)
+        sl, sc, el, ec = rng.start.line, rng.start.character, rng.end.line, rng.end.character
+        if sl == len(lines):  # no lines (the codec clamps any other line): pygls appends
+            self._splice(sl, sl, change.text)
+        elif el >= sl:  # pygls leaves the text as it is for a range that ends on an earlier line
+            self._splice(sl, el + 1, lines[sl][:sc] + change.text + lines[el][ec:])
+
+    def _splice(self, a: int, b: int, chunk: str) -> None:
+        """Replace ``lines[a:b]`` by the lines of ``chunk``."""
+        lines = self._lines
+        if a > 0 and not lines[a - 1].endswith("\n"):  # a "\r" that a "\n" of the chunk may join
+            a -= 1
+            chunk = lines[a] + chunk
+        while b < len(lines) and not chunk.endswith("\n"):  # the next line may join or pair up
+            chunk += lines[b]
+            b += 1
+        lines[a:b] = lsp_lines(chunk)
+        self._source = None
