@@ -6,11 +6,15 @@ per line, walks back from the cursor only as far as the window needs, and picks 
 with hysteresis: it keeps the start of the previous window while that still fits in
 ``max_tokens``; when it must slide, it restarts with about ``min_tokens`` tokens, so a full
 re-prefill happens once per ``max_tokens - min_tokens`` new tokens, not on every new line.
+After a jump the previous window is out of range; the windows the engine still holds a KV cache
+for (``alternates``: ``engine.window_cache.WindowStore``) are tried next, so coming back to a place
+picks the same window start as before and its cache is reused.
 """
 
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
+from typing import Callable
 
 from .lexicon import IDENT_START, MIN_WORD_LEN, PIECE_RE
 
@@ -58,6 +62,8 @@ class ContextWindow:
         self.line_idents: list[str] = []
         """Identifiers on the line being typed (before the word)."""
         self._idents_key: tuple = ()
+        self.alternates: Callable[[], list[list[int]]] = list
+        """Other windows whose start may be kept (most recent first), tried after ``prev``."""
 
     def tokens(self, text: str) -> list[int]:
         """Window tokens for ``text`` (the text before the word being typed).
@@ -99,17 +105,12 @@ class ContextWindow:
         prev = self.prev
         j = 0
         if prev and not (at_start and prev[0] == self.eos):
-            j = -1
-            acc = sum(len(c) for c in chunks)
-            for cand in range(len(chunks)):
-                c = chunks[cand]
-                if c and prev[: len(c)] == c and (cand + 1 >= len(chunks) or
-                                                   prev[len(c): len(c) + len(chunks[cand + 1])] == chunks[cand + 1]):
-                    j = cand
-                    break
-                acc -= len(c)
-                if acc < self.min:
-                    break
+            j = self._kept_start(chunks, prev)
+            if j < 0:
+                for alt in self.alternates():
+                    j = self._kept_start(chunks, alt[1:] if alt and alt[0] == self.eos else alt)
+                    if j >= 0:
+                        break
             if j < 0:  # restart with about min_tokens
                 acc = sum(len(c) for c in chunks)
                 j = 0
@@ -131,6 +132,20 @@ class ContextWindow:
             self.idents = cnt
             self._idents_key = key
         return out
+
+    def _kept_start(self, chunks: list[list[int]], prev: list[int]) -> int:
+        """Index of the chunk (line) where ``prev`` starts, if the window can keep that start
+        (at least ``min_tokens`` from there to the cursor); else -1."""
+        acc = sum(len(c) for c in chunks)
+        for cand in range(len(chunks)):
+            c = chunks[cand]
+            if c and prev[: len(c)] == c and (cand + 1 >= len(chunks) or
+                                               prev[len(c): len(c) + len(chunks[cand + 1])] == chunks[cand + 1]):
+                return cand
+            acc -= len(c)
+            if acc < self.min:
+                break
+        return -1
 
     def reset(self) -> None:
         self.prev = []

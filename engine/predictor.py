@@ -38,9 +38,12 @@ from .model_io import ModelLoadError
 from .text import word_prefix
 from .tokenizer import EOS, load_tokenizer
 from .types import Candidate
+from .window_cache import CHUNK_TOKENS, FAST_MIN_NEW, SHORT_TOKENS, PendingWindow, WindowStore, common_prefix
 
 log = logging.getLogger(__name__)
 
+FIRST_CACHE_MAX = 20000
+"""Most words whose first BPE token is cached (cleared when full and on ``reset``)."""
 FULL_HEAD_MAX_VOCAB = 8192
 """Up to this vocabulary size the whole LM head is computed once per context (see ``predict``)."""
 
@@ -75,6 +78,9 @@ class Predictor:
         self.window = ContextWindow(LineCache(tokenizer), self.eos, config.max_context_tokens,
                                     config.min_context_tokens)
         self.cached: list[int] = []  # tokens in the KV cache; invariant: len == backend.offset
+        self.windows = WindowStore()  # KV caches of windows left by a jump (engine.window_cache)
+        self._pending: PendingWindow | None = None  # full window being prefilled behind a short one
+        self.fast_path = True  # answer from a short window when a decision needs a long prefill
         self.doc_id: str | None = None
         self._docs: dict[str, DocLexicon] = {}
         self._ctx: list[int] | None = None  # context of the last decision
@@ -88,7 +94,9 @@ class Predictor:
         self._ctx_text: str | None = None
         vocab = tokenizer.get_vocab()
         self._id_to_text = {i: t for t, i in vocab.items()}
-        self.stats = {"forward_tokens": 0, "decisions": 0, "reused": 0, "shifts": 0}
+        self.window.alternates = self.windows.windows  # coming back keeps a stored window's start
+        self.stats = {"forward_tokens": 0, "decisions": 0, "reused": 0, "shifts": 0, "short_windows": 0,
+                      "stored_windows": 0, "background_tokens": 0}
 
     # ----------------------------------------------------------------- loading
     @classmethod
@@ -149,17 +157,24 @@ class Predictor:
 
     # ----------------------------------------------------------------- state
     def reset(self) -> None:
-        """Drop the KV cache and per-document context, and free MLX's buffer cache."""
+        """Drop the KV cache and per-document context, empty the engine's caches (lines' tokens,
+        first tokens, continuations, the pools' last context) and free MLX's buffer cache."""
         import mlx.core as mx
 
         self.backend.reset()
         self.cached = []
+        self.windows.clear()
+        self._pending = None
         self.window.reset()
         self._ctx = None
         self._ctx_text = None
         self._hidden = None
         self._pool_doc = None
         self._line_cache.clear()
+        self._first_cache.clear()
+        self.window.lines.d.clear()  # tokens of lines (up to LineCache.size): rebuilt as needed
+        for pool in self._pools.values():
+            pool.release()
         self.doc_id = None
         mx.clear_cache()
 
@@ -271,7 +286,29 @@ class Predictor:
 
     # ----------------------------------------------------------------- decision
     def _sync(self, ctx: list[int]) -> np.ndarray:
-        """Make the KV cache hold exactly ``ctx``; return the hidden state after its last token."""
+        """Make the KV cache hold ``ctx`` (or, right after a jump, its last tokens: the short
+        window, see ``engine.window_cache``); return the hidden state after its last token."""
+        pend = self._pending
+        if pend is not None:
+            if pend.done:  # the full window is ready: it replaces the short one
+                self.backend.swap(pend.state)
+                self.cached = pend.cached
+                self._pending = None
+            elif len(ctx) > pend.start and ctx[: pend.start] == pend.head:
+                return self._sync_tokens(ctx[pend.start :], fast=False)
+            else:  # moved away before it was done
+                self._pending = None
+                self.backend.reset()
+                self.cached = []
+        return self._sync_tokens(ctx, fast=self.fast_path)
+
+    def _sync_tokens(self, ctx: list[int], fast: bool) -> np.ndarray:
+        """Make the KV cache hold exactly ``ctx``; return the hidden state after its last token.
+
+        With ``fast``, a sync that would prefill more than ``FAST_MIN_NEW`` tokens first looks for
+        a stored window sharing a longer prefix, else prefills only the last ``SHORT_TOKENS`` and
+        leaves the full window to :meth:`advance`.
+        """
         cached = self.cached
         n = min(len(cached), len(ctx))
         lcp = 0
@@ -286,7 +323,25 @@ class Predictor:
                 self.backend.shift(d)
                 del cached[:d]
                 self.stats["shifts"] += 1
-                return self._sync(ctx)
+                return self._sync_tokens(ctx, fast)
+        if fast and len(ctx) - lcp > FAST_MIN_NEW:
+            hit = self.windows.take(ctx, at_least=lcp + 1)
+            if len(cached) >= 64:  # keep the window being left, to come back to
+                self.windows.put(cached, self.backend.swap(hit[1] if hit else None))
+                self.stats["stored_windows"] += 1
+            elif hit:
+                self.backend.swap(hit[1])
+            else:
+                self.backend.reset()
+            cached = self.cached = hit[0] if hit else []
+            lcp = common_prefix(cached, ctx)
+            if len(ctx) - lcp > FAST_MIN_NEW:  # answer from the short window now
+                start = len(ctx) - SHORT_TOKENS
+                self._pending = PendingWindow(list(ctx), ctx[:start])
+                self.backend.reset()
+                self.cached = []
+                self.stats["short_windows"] += 1
+                return self._sync_tokens(ctx[start:], fast=False)
         if lcp == len(ctx):
             lcp -= 1  # need the hidden state of the last context token: recompute it
         if lcp < len(cached):
@@ -297,6 +352,25 @@ class Predictor:
         cached.extend(new)
         self.stats["forward_tokens"] += len(new)
         return h
+
+    def advance(self, max_tokens: int = CHUNK_TOKENS) -> bool:
+        """Prefill up to ``max_tokens`` more of the full window behind a short one (see
+        :meth:`_sync`); the next decision uses it once complete. Runs on the engine thread between
+        decisions (``predict`` calls it on keystrokes that need no forward pass).
+
+        Returns:
+            True while there is more to do.
+        """
+        pend = self._pending
+        if pend is None or pend.done:
+            return False
+        live = self.backend.swap(pend.state)
+        chunk = pend.ctx[len(pend.cached) : len(pend.cached) + max_tokens]
+        self.backend.forward(chunk)
+        pend.cached.extend(chunk)
+        pend.state = self.backend.swap(live)
+        self.stats["background_tokens"] += len(chunk)
+        return not pend.done
 
     def _begin_pool(self, ctx_text: str, doc: DocLexicon | None) -> None:
         """Prepare the candidate filter for the word starting after ``ctx_text`` (whose window
@@ -309,7 +383,7 @@ class Predictor:
         t = self._first_cache.get(word)
         if t is None:
             t = self.tok.encode(word).ids[0]
-            if len(self._first_cache) > 100000:
+            if len(self._first_cache) > FIRST_CACHE_MAX:
                 self._first_cache.clear()
             self._first_cache[word] = t
         return t
@@ -357,6 +431,10 @@ class Predictor:
             self._ctx_text = ctx_text
         self.stats["decisions"] += 1
         doc = self._docs.get(doc_id) if doc_id is not None else None
+        if self._pending is not None and ctx == self._ctx:
+            self.advance()  # no new context this keystroke: finish the full window instead
+            if self._pending.done:
+                self._hidden = None  # and switch to it now (``_sync``)
         if ctx == self._ctx and self._hidden is not None and doc is self._pool_doc:
             self.stats["reused"] += 1
         else:
@@ -376,7 +454,7 @@ class Predictor:
         if len(self._first_logits) <= FULL_HEAD_MAX_VOCAB:
             if not self._first_known[0]:
                 lg = self.backend.logits(self._hidden)
-                lg = self._with_cache_pointer(lg, ctx)
+                lg = self._with_cache_pointer(lg, self.cached)
                 m = lg.max()
                 self._log_z = m + np.log(np.exp(lg - m).sum())
                 self._first_logits[:] = lg
@@ -418,14 +496,15 @@ class Predictor:
     def _with_cache_pointer(self, logits: np.ndarray, ctx: list[int]) -> np.ndarray:
         """Mix in a neural cache (Grave et al. 2017, "Improving neural language models with a
         continuous cache"): positions of the window whose hidden state resembles the current one
-        vote for the token that followed them. Returns log-probabilities."""
+        vote for the token that followed them. ``ctx``: the tokens in the KV cache (the window, or
+        the short window right after a jump). Returns log-probabilities."""
         cfg = self.config.for_language(self.language.name)
         lam = cfg.cache_weight
-        hid = getattr(self.backend, "hid", None)
+        hid = self.backend.hid
         n = len(ctx) - 1
         m = logits.max()
         logp = logits - m - np.log(np.exp(logits - m).sum())
-        if lam <= 0 or hid is None or n < 2:
+        if lam <= 0 or n < 2:
             return logp
         sims = hid[:n] @ self._hidden * cfg.cache_theta
         sims = np.exp(sims - sims.max())
