@@ -24,6 +24,7 @@ All methods must run on one thread (``engine.worker.EngineThread``): MLX state i
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from pathlib import Path
@@ -44,6 +45,16 @@ log = logging.getLogger(__name__)
 
 FIRST_CACHE_MAX = 20000
 """Most words whose first BPE token is cached (cleared when full and on ``reset``)."""
+MAX_WORD_TOKENS = 24
+"""Longest identifier (in tokens) that gets a rest-of-line continuation (longer ones: none)."""
+
+
+def kv_capacity(cfg: EngineConfig) -> int:
+    """KV-cache capacity in tokens, planned in one place: the context window, the identifier
+    being continued (at most ``MAX_WORD_TOKENS``), the greedy continuation, one spare."""
+    return cfg.max_context_tokens + MAX_WORD_TOKENS + cfg.line_max_tokens + 1
+
+
 FULL_HEAD_MAX_VOCAB = 8192
 """Up to this vocabulary size the whole LM head is computed once per context (see ``predict``)."""
 
@@ -80,7 +91,9 @@ class Predictor:
         self.cached: list[int] = []  # tokens in the KV cache; invariant: len == backend.offset
         self.windows = WindowStore()  # KV caches of windows left by a jump (engine.window_cache)
         self._pending: PendingWindow | None = None  # full window being prefilled behind a short one
-        self.fast_path = True  # answer from a short window when a decision needs a long prefill
+        # answer from a short window when a decision needs a long prefill (LAYA_FAST_PATH=0: off,
+        # for side-by-side benchmarks against the whole-window behaviour)
+        self.fast_path = os.environ.get("LAYA_FAST_PATH", "1") != "0"
         self.doc_id: str | None = None
         self._docs: dict[str, DocLexicon] = {}
         self._ctx: list[int] | None = None  # context of the last decision
@@ -122,7 +135,7 @@ class Predictor:
         if folder is None:
             raise ModelLoadError(f"variant {cfg.name!r} ships no trained model yet; pass a model folder")
         t0 = time.perf_counter()
-        capacity = cfg.max_context_tokens + cfg.line_max_tokens + 16
+        capacity = kv_capacity(cfg)
         try:
             b = make_backend(folder, cfg.backend, capacity)
         except KeyError as e:
@@ -519,6 +532,8 @@ class Predictor:
         if hit is not None:
             return hit
         ids = self.tok.encode(word).ids
+        if len(ids) > MAX_WORD_TOKENS or len(self.cached) + len(ids) + 1 > self.backend.capacity:
+            return word  # a very long identifier: no room planned for its continuation
         n_ctx = len(self.cached)
         h = self.backend.forward(ids)
         self.cached.extend(ids)

@@ -210,3 +210,17 @@ def test_run_time_path_does_not_import_mlx_lm():
             "print('mlx_lm' in sys.modules, 'transformers' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.split() == ["False", "False"], out.stderr[-2000:]
+
+
+def test_full_window_and_a_very_long_identifier_never_overflow_the_kv_cache():
+    """A window full of context plus a long identifier must not overflow the KV cache (the
+    capacity is planned once: context + word + continuation)."""
+    from engine.predictor import Predictor
+
+    p = Predictor.load()
+    body = "".join(f"value_{i} = compute(value_{i - 1}, other_{i})\n" for i in range(1, 400))
+    long_word = "configuration_" + "_".join(f"segment{i}" for i in range(30))
+    text = body + f"{long_word} = 1\nresult = {long_word[:10]}"
+    for k in range(len(text) - 12, len(text) + 1):
+        assert p.predict(text[:k], want_line=True) is not None
+    assert len(p.cached) <= p.backend.capacity
