@@ -491,6 +491,15 @@ class PoolBuilder:
         self._window_tot = 0
         self._top: tuple[int, np.ndarray] | None = None
 
+    def release(self) -> None:
+        """Drop what the last context holds (the document's arrays, window scores, extras), so a
+        closed document is not kept alive by the pool; the next :meth:`begin` rebuilds it."""
+        self._window_key = None
+        self._window_scores, self._window_tot = [], 0
+        self.doc = self.arr = None
+        self.new_words, self.new_scores, self.new_firsts = [], np.zeros(0), np.zeros(0, np.int64)
+        self.corpus_extra_ix, self.corpus_extra_v = np.zeros(0, np.int64), np.zeros(0)
+
     def _top_corpus(self, size: int) -> np.ndarray:
         """The ``size`` most frequent corpus words, sorted by index (cached)."""
         if self._top is None or self._top[0] != size:
