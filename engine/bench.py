@@ -64,10 +64,79 @@ def time_decisions(predictors: dict, text: str, warmup: int, runs: int) -> dict:
     return out
 
 
+def summary(xs) -> dict:
+    """Median, p90, p99 (ms) and count of a list of seconds."""
+    a = np.asarray(xs, dtype=float) * 1e3
+    if not len(a):
+        return {"n": 0}
+    return {"p50": float(np.median(a)), "p90": float(np.percentile(a, 90)), "p99": float(np.percentile(a, 99)),
+            "n": int(len(a))}
+
+
+def machine() -> dict:
+    """What the numbers were measured on, and what else was running (load average, busiest processes)."""
+    import os
+    import platform
+    import subprocess
+
+    info = {"platform": platform.platform(), "cpus": os.cpu_count(), "python": platform.python_version()}
+    try:
+        info["loadavg"] = os.getloadavg()
+        ps = subprocess.run(["ps", "-eo", "pcpu,args", "--sort=-pcpu"], capture_output=True, text=True, timeout=5)
+        info["busiest"] = [ln.strip()[:160] for ln in ps.stdout.splitlines()[1:6]]
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return info
+
+
+def write_results(results: dict, series: dict[str, list[float]], out_dir: str) -> str:
+    """Write ``bench-<time>.json`` (and ``.png`` of the latency distributions when matplotlib is
+    installed: ``pip install -e '.[bench]'``) under ``out_dir``; returns the JSON path."""
+    import json
+    import os
+
+    os.makedirs(out_dir, exist_ok=True)
+    stem = os.path.join(out_dir, time.strftime("bench-%Y%m%d-%H%M%S"))
+    results["latencies_ms"] = {k: [round(x * 1e3, 4) for x in v] for k, v in series.items()}
+    with open(stem + ".json", "w", encoding="utf-8") as f:
+        json.dump(results, f, indent=1)
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print(f"results: {stem}.json (no plot: matplotlib is not installed)")
+        return stem + ".json"
+    fig, ax = plt.subplots(figsize=(9, 5))
+    for name, xs in series.items():
+        if len(xs):
+            a = np.sort(np.asarray(xs) * 1e3)
+            ax.plot(a, np.arange(1, len(a) + 1) / len(a), label=f"{name} (p50 {np.median(a):.2f}, p99 {np.percentile(a, 99):.1f} ms)")
+    ax.set_xscale("log")
+    ax.set_xlabel("latency (ms, log scale)")
+    ax.set_ylabel("share of requests at or below")
+    ax.set_title("laya bench: latency distributions (" + time.strftime("%Y-%m-%d") + ")")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(stem + ".png", dpi=110)
+    print(f"results: {stem}.json, {stem}.png")
+    return stem + ".json"
+
+
 def main(a) -> int:
     from .predictor import Predictor
 
     path, text = default_text()
+    results: dict = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "argv": sys.argv[1:], "machine": machine(),
+                     "workload": path}
+    series: dict[str, list[float]] = {}
+    if getattr(a, "kernels", False):
+        from . import bench_kernels
+        from .model_io import DEFAULT_MODEL_DIR
+
+        results["kernels"] = bench_kernels.main(a.model or DEFAULT_MODEL_DIR)
     names = [n.strip() for n in a.backends.split(",") if n.strip()]
     predictors = {}
     for name in names:
@@ -77,21 +146,50 @@ def main(a) -> int:
         p.warmup()
         predictors[name] = p
         print(f"{name:5s} backend loaded and warmed in {1e3 * (time.perf_counter() - t):.0f} ms", file=sys.stderr)
-    print(f"workload: typing {path} top to bottom; {a.warmup} warm-up, then {a.runs} timed network decisions")
-    res = time_decisions(predictors, text, a.warmup, a.runs)
-    for name in names:
-        r = res[name]
-        print(f"\n[{name}] backend")
-        print(f"  network decision (prefill + pool scoring): {pct(r['network'][: a.runs])}")
-        print(f"  re-rank inside a word (no forward pass):   {pct(r['rerank'][: a.runs])}")
-        print(f"  any keystroke:                             {pct(r['all'][: a.runs])}")
-    if "mlx" in res and "numpy" in res:
-        ratio = np.median(res["mlx"]["network"]) / np.median(res["numpy"]["network"])
-        print(f"\nmedian network decision, mlx / numpy: {ratio:.1f}x (interleaved keystroke by "
-              "keystroke, so each backend also evicts the other's weights from the caches)")
-    print(f"peak RSS of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+    if predictors:
+        print(f"workload: typing {path} top to bottom; {a.warmup} warm-up, then {a.runs} timed network decisions")
+        res = time_decisions(predictors, text, a.warmup, a.runs)
+        results["decisions"] = {}
+        for name in names:
+            r = res[name]
+            print(f"\n[{name}] backend")
+            print(f"  network decision (prefill + pool scoring): {pct(r['network'][: a.runs])}")
+            print(f"  re-rank inside a word (no forward pass):   {pct(r['rerank'][: a.runs])}")
+            print(f"  any keystroke:                             {pct(r['all'][: a.runs])}")
+            results["decisions"][name] = {k: summary(v[: a.runs]) for k, v in r.items()}
+            series[f"{name}: network decision"] = r["network"][: a.runs]
+        base = names[0]
+        for name in names[1:]:
+            ratio = np.median(res[base]["network"]) / np.median(res[name]["network"])
+            print(f"median network decision, {base} / {name}: {ratio:.2f}x (interleaved keystroke by keystroke)")
+            results["decisions"][f"ratio {base}/{name}"] = float(ratio)
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"peak RSS of this process: {rss:.0f} MB")
+        results["peak_rss_mb"] = rss
+        predictors.clear()
     if a.lsp:
         from laya_client.replay import bench_round_trip
 
-        bench_round_trip(text, a.warmup, a.runs, a.model)
+        rt = bench_round_trip(text, a.warmup, a.runs, a.model)
+        results["lsp"] = {"typing": summary(rt["typing"]), **{k: v for k, v in rt.items() if k != "typing"}}
+        series["LSP: typing forward"] = rt["typing"]
+    if getattr(a, "jumps", False):
+        from laya_client.bench_jumps import bench_jumps
+        from laya_client.replay import pct as lpct
+
+        servers = {"before (numpy, whole window)": ({"backend": "numpy"}, {"LAYA_FAST_PATH": "0"}),
+                   "after (default)": (None, None)}
+        print(f"\n[LSP over stdio] typing one key at a time after jumps to random identifiers of {path}; "
+              f"{a.warmup} warm-up, {a.runs} timed keystrokes; servers interleaved request by request")
+        jr = bench_jumps(text, servers, a.warmup, a.runs, model=a.model)
+        results["jumps"] = {}
+        for name, r in jr.items():
+            print(f"  {name:30s} any keystroke:        {lpct(r['all'])}")
+            print(f"  {'':30s} first after a jump:   {lpct(r['after_jump'])}")
+            results["jumps"][name] = {k: summary(v) for k, v in r.items()}
+            series[f"LSP after jumps: {name}"] = r["all"]
+        b, f = (jr[n]["all"] for n in servers)
+        for q in (50, 90, 99):
+            print(f"  p{q} before / after: {np.percentile(b, q) / np.percentile(f, q):.2f}x")
+    write_results(results, series, getattr(a, "out", "results"))
     return 0

@@ -167,6 +167,13 @@ def main(argv=None) -> int:
     p.add_argument("-n", type=int, default=10, help="how many candidates to print (default: %(default)s)")
     p.set_defaults(fn=_cmd_complete)
 
+    p = sub.add_parser("serve", help="local completion service over HTTP (POST /complete, /v1/completions; "
+                                     "127.0.0.1:8899)")
+    from laya_serve.cli import add_arguments as serve_arguments, main as serve_main
+
+    serve_arguments(p)
+    p.set_defaults(fn=serve_main)
+
     p = sub.add_parser("demo", help="start the server, replay typing a real file, print suggestions and latencies")
     p.add_argument("file", nargs="?", help="file to type (default: pygls's workspace/text_document.py, code the model never saw)")
     p.add_argument("--model", default=None, help="model folder (default: the shipped model)")
@@ -201,7 +208,12 @@ def main(argv=None) -> int:
     p.add_argument("--runs", type=int, default=1000, help="timed decisions (default: %(default)s)")
     p.add_argument("--warmup", type=int, default=100, help="untimed decisions first (default: %(default)s)")
     p.add_argument("--lsp", action="store_true", help="also time LSP completion round trips")
-    p.add_argument("--backends", default="numpy,mlx", help="comma-separated, timed side by side")
+    p.add_argument("--backends", default="numpy,numba",
+                   help="comma-separated, timed side by side (numpy, numba, mlx; '' for none)")
+    p.add_argument("--jumps", action="store_true",
+                   help="also time LSP round trips typing after jumps in a file, before/after servers side by side")
+    p.add_argument("--kernels", action="store_true", help="also time each CPU option for the step's projections")
+    p.add_argument("--out", default="results", help="folder for the JSON (and PNG) results (default: %(default)s)")
     p.set_defaults(fn=_cmd_bench)
 
     a = ap.parse_args(argv)

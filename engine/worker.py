@@ -19,6 +19,13 @@ log = logging.getLogger(__name__)
 _local = threading.local()
 
 
+def set_idle(fn: Callable[[], bool] | None) -> None:
+    """From a job: give this engine thread its idle step (see :attr:`EngineThread.idle`)."""
+    engine = getattr(_local, "engine", None)
+    if engine is not None:
+        engine.idle = fn
+
+
 def current_stop() -> threading.Event | None:
     """The ``stop`` event of the job running on this thread (None outside a job)."""
     job = getattr(_local, "job", None)
@@ -39,6 +46,9 @@ class EngineThread:
 
     def __init__(self, name: str = "laya-engine"):
         self._q: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
+        self.idle: Callable[[], bool] | None = None
+        """Run while no job is queued, one short step a call, until it returns False (the
+        predictor's ``advance``: the full window behind a short one); jobs wait at most one step."""
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -55,7 +65,15 @@ class EngineThread:
         return self.submit(fn, *args, **kwargs).future.result(timeout)
 
     def _run(self) -> None:
+        _local.engine = self
         while True:
+            idle = self.idle
+            if idle is not None and self._q.empty():
+                try:
+                    if idle():
+                        continue
+                except Exception:  # noqa: BLE001 - background work must not stop the thread
+                    log.exception("idle step failed")
             job = self._q.get()
             if job is None:
                 return

@@ -221,8 +221,13 @@ def pct(xs) -> str:
             f"p99 {np.percentile(a, 99):6.3f} ms  (n={len(a)})")
 
 
-def bench_round_trip(text: str, warmup: int = 100, runs: int = 1000, model=None, edits: int = 10000) -> None:
-    """LSP completion round trips (seed method), start-up times and resident memory over edits."""
+def bench_round_trip(text: str, warmup: int = 100, runs: int = 1000, model=None, edits: int = 10000) -> dict:
+    """LSP completion round trips (seed method), start-up times and resident memory over edits.
+
+    Returns:
+        ``{"typing": [seconds per round trip], "rss_mb": [every 2000 edits], "initialize_ms",
+        "first_completion_ms"}``.
+    """
     import numpy as np
 
     c = ReplayClient(model)
@@ -261,6 +266,7 @@ def bench_round_trip(text: str, warmup: int = 100, runs: int = 1000, model=None,
               + " ".join(f"{r:.0f}" for r in rss) + f"; max {np.nanmax(rss):.0f}")
     finally:
         c.shutdown()
+    return {"typing": times, "rss_mb": rss, "initialize_ms": c.t_initialized * 1e3, "first_completion_ms": first * 1e3}
 
 
 def before_cursor(text: str, cursor: int, width: int = 40) -> str:

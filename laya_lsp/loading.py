@@ -136,7 +136,10 @@ def _load_job(handle: ModelHandle, model_path: str | None, variant: str, backend
     """Engine thread: import the engine and load the model folder."""
     from engine.predictor import Predictor
 
+    from engine.worker import set_idle
+
     handle.predictor = Predictor.load(model_dir=model_path, variant=variant, backend=backend)
+    set_idle(handle.predictor.advance)  # finish a jump's full window between requests
     return handle.predictor
 
 

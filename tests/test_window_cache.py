@@ -106,3 +106,28 @@ def test_reset_frees_stored_windows(pred):
 
 def test_short_window_threshold_is_above_its_size():
     assert FAST_MIN_NEW > SHORT_TOKENS
+
+
+def test_the_engine_thread_runs_idle_steps_between_jobs():
+    import threading
+
+    from engine.worker import EngineThread, set_idle
+
+    steps = []
+    done = threading.Event()
+
+    def idle():
+        steps.append(1)
+        if len(steps) >= 5:
+            done.set()
+            return False
+        return True
+
+    eng = EngineThread()
+    try:
+        eng.call(set_idle, idle)
+        assert done.wait(5)
+        assert eng.call(lambda: 42) == 42  # jobs still run
+        assert len(steps) >= 5
+    finally:
+        eng.shutdown()

@@ -1,0 +1,115 @@
+"""``laya bench --jumps``: LSP round trips while typing one key at a time after jumps in a file.
+
+The workload an editor produces when the user moves around a file: the whole file is open; the
+cursor jumps to a random identifier start; the next ``keys`` characters of the file there are
+deleted (one ``didChange``, untimed) and typed back one at a time, each followed by a timed
+``textDocument/completion`` at the cursor. The first request after each jump is the one that
+needs a new window. Several servers (e.g. before/after a change, each with its own
+``initializationOptions`` and environment) get the same edits, interleaved request by request,
+so background load hits them alike and their ratio holds on a noisy machine.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import time
+
+from lsprotocol import types
+
+from .replay import ReplayClient, _utf16_len
+
+WORD_START = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]{3,}")
+
+
+def _position(text: str, offset: int) -> types.Position:
+    line = text.count("\n", 0, offset)
+    start = text.rfind("\n", 0, offset) + 1
+    return types.Position(line=line, character=_utf16_len(text[start:offset]))
+
+
+class _Server:
+    def __init__(self, name: str, options: dict | None, env: dict | None, model=None):
+        saved = {k: os.environ.get(k) for k in (env or {})}
+        os.environ.update(env or {})
+        try:
+            self.client = ReplayClient(model, init_options=options)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        self.name = name
+        self.version = 1
+        self.text = ""
+
+    def open(self, uri: str, text: str) -> None:
+        self.client.open(uri, text)
+        self.text = text
+
+    def edit(self, start: int, end: int, new: str) -> None:
+        """Replace ``text[start:end]`` by ``new`` (one incremental ``didChange``)."""
+        c = self.client
+        self.version += 1
+        rng = types.Range(start=_position(self.text, start), end=_position(self.text, end))
+        c.client.text_document_did_change(types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=c.uri, version=self.version),
+            content_changes=[types.TextDocumentContentChangePartial(range=rng, text=new)]))
+        self.text = self.text[:start] + new + self.text[end:]
+
+    def complete(self, offset: int) -> float:
+        c = self.client
+        pos = _position(self.text, offset)
+        t = time.perf_counter()
+        c._run(c.client.text_document_completion_async(types.CompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=c.uri), position=pos)))
+        return time.perf_counter() - t
+
+
+def bench_jumps(text: str, servers: dict[str, tuple[dict | None, dict | None]], warmup: int = 100,
+                runs: int = 1000, keys: int = 10, seed: int = 0, model=None) -> dict:
+    """Time completion round trips after jumps, servers side by side.
+
+    Args:
+        text: the file (opened whole).
+        servers: name -> ``(initializationOptions, extra environment)`` of each server.
+        warmup, runs: untimed, then timed keystrokes (each server gets all of them).
+        keys: characters typed at each place before jumping on.
+
+    Returns:
+        name -> ``{"all": [seconds...], "after_jump": [...], "typing": [...]}``.
+    """
+    starts = [m.start() for m in WORD_START.finditer(text) if 2000 < m.start() < len(text) - keys]
+    rnd = random.Random(seed)
+    live = {name: _Server(name, opts, env, model) for name, (opts, env) in servers.items()}
+    out = {name: {"all": [], "after_jump": [], "typing": []} for name in live}
+    try:
+        for s in live.values():
+            s.open("file:///bench/jumps.py", text)
+            s.complete(len(text))  # waits for the model to load
+        n = 0
+        while n < warmup + runs:
+            p = rnd.choice(starts)
+            typed = text[p : p + keys]
+            for s in live.values():
+                s.edit(p, p + keys, "")
+            for k in range(1, keys + 1):
+                for s in live.values():
+                    s.edit(p + k - 1, p + k - 1, typed[k - 1])
+                for s in live.values():
+                    dt = s.complete(p + k)
+                    if n >= warmup:
+                        out[s.name]["all"].append(dt)
+                        out[s.name]["after_jump" if k == 1 else "typing"].append(dt)
+                n += 1
+                if n >= warmup + runs:
+                    break
+            if k < keys:  # stopped mid-word: put back what was not typed (the file stays the same)
+                for s in live.values():
+                    s.edit(p + k, p + k, typed[k:])
+    finally:
+        for s in live.values():
+            s.client.shutdown()
+    return out
