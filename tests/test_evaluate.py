@@ -87,3 +87,27 @@ def test_pick_files_keeps_splits_apart(tmp_path: Path):
     assert {f.name.split("/")[0] for f in pick_files(tmp_path, 5, 10_000, split="tune")} == {"tuned"}
     with pytest.raises(ValueError, match="held-out"):
         pick_files(tmp_path, 5, 10_000, split="train")
+
+
+def test_tune_prior_shift_moves_mass_and_keeps_the_sum():
+    from engine.tune import _shift
+    from engine.lexicon import WEIGHTS
+
+    to_doc = _shift(WEIGHTS, True)
+    assert abs(sum(to_doc.values()) - 1.0) < 1e-3
+    assert to_doc["doc3"] > WEIGHTS["doc3"] and to_doc["cor1"] < WEIGHTS["cor1"]
+    assert to_doc["win"] == WEIGHTS["win"]
+    back = _shift(to_doc, False)
+    assert all(abs(back[k] - WEIGHTS[k]) < 1e-3 for k in WEIGHTS)
+
+
+def test_language_overrides_apply_per_language_only():
+    from engine.config import load_variant
+
+    cfg = load_variant("code")
+    cfg.language = {"go": {"net_weight": 0.6}}
+    assert cfg.for_language("go").net_weight == 0.6
+    assert cfg.for_language("python").net_weight == cfg.net_weight
+    cfg.language = {"rust": {"no_such_option": 1}}
+    with pytest.raises(ValueError, match="rust"):
+        cfg.for_language("rust")
