@@ -1,0 +1,103 @@
+"""``laya serve``: load the model on the engine thread, bind (loopback by default), serve.
+
+``engine/cli.py`` adds the subcommand with :func:`add_arguments` and calls :func:`main`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+
+from .params import MAX_TOKENS_LIMIT
+
+log = logging.getLogger(__name__)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The subcommand's flags."""
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to bind (default: %(default)s, loopback only; any other address is "
+                        "reachable from the network, without authentication: a warning is printed)")
+    p.add_argument("--port", type=int, default=8899, help="TCP port (default: %(default)s; 0: any free port)")
+    p.add_argument("--model", default=None, help="model folder (default: the shipped model)")
+    p.add_argument("--backend", default=None, help="numpy, numba, mlx or auto (default: the variant's)")
+    p.add_argument("--max-seq-len", type=int, default=256,
+                   help="context: at most the prompt's last this-many tokens, at least half as many (8-512; default: %(default)s, as the seed)")
+    p.add_argument("--max-tokens", type=int, default=MAX_TOKENS_LIMIT,
+                   help="most tokens one request may ask for (default: %(default)s)")
+    p.add_argument("--max-body", type=int, default=1 << 20,
+                   help="largest request body in bytes; larger ones get 413 (default: %(default)s)")
+    p.add_argument("--prefix-cache-mb", type=int, default=128,
+                   help="memory for recent prompts' KV states, reused by later prompts that share their "
+                        "start (default: %(default)s MB: ~26 states of this model's 4.9 MB)")
+    p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                   help="a browser origin (e.g. http://localhost:3000, or '*') allowed to call the "
+                        "service; requests carrying any other Origin header get 403 (repeatable)")
+
+
+def main(a: argparse.Namespace) -> int:
+    """Run the service until interrupted. Returns the exit status (1: the port cannot be bound)."""
+    try:
+        from aiohttp import web  # noqa: F401
+    except ImportError:
+        print("laya serve: needs aiohttp: pip install 'laya[serve]'", file=sys.stderr)
+        return 2
+    from .app import is_loopback
+
+    for name, lo, hi in (("--port", 0, 65535), ("--max-seq-len", 8, 512), ("--max-tokens", 1, 4096),
+                         ("--max-body", 1024, 1 << 30), ("--prefix-cache-mb", 0, 1 << 16)):
+        v = getattr(a, name[2:].replace("-", "_"))
+        if not lo <= v <= hi:
+            print(f"laya serve: {name} must be between {lo} and {hi}, got {v}", file=sys.stderr)
+            return 2
+    if not is_loopback(a.host):
+        print(f"laya serve: warning: listening on {a.host}, not loopback: anyone who can reach this "
+              "machine can use the service (there is no authentication)", file=sys.stderr)
+    return asyncio.run(_serve(a))
+
+
+def _load(a: argparse.Namespace):
+    """Engine thread: the Predictor (warmed up) and the Generator over it."""
+    from engine.predictor import Predictor
+
+    from .generate import Generator
+
+    p = Predictor.load(a.model, backend=a.backend)
+    p.warmup()
+    g = Generator(p, a.max_seq_len, a.prefix_cache_mb)
+    g.warmup()
+    return p, g
+
+
+async def _serve(a: argparse.Namespace) -> int:
+    from aiohttp import web
+
+    from laya_lsp.scheduling import EngineBridge
+
+    from .app import ServiceConfig, make_app
+
+    bridge = EngineBridge()
+    p, gen = await bridge.run(_load, a)
+    name = p.folder.name if p.folder is not None else "laya"
+    cfg = ServiceConfig(host=a.host, model_name=name, max_body=a.max_body, max_tokens=a.max_tokens,
+                        allow_origins=frozenset(a.allow_origin))
+    runner = web.AppRunner(make_app(bridge, gen, cfg), access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, a.host, a.port)
+    try:
+        await site.start()
+    except OSError as e:
+        print(f"laya serve: cannot listen on {a.host}:{a.port}: {e.strerror or e}", file=sys.stderr)
+        await runner.cleanup()
+        return 1
+    port = site._server.sockets[0].getsockname()[1] if site._server and site._server.sockets else a.port
+    host = f"[{a.host}]" if ":" in a.host else a.host
+    print(f"laya serve: serving on http://{host}:{port} ({name}, {p.backend.name} backend)", file=sys.stderr, flush=True)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await runner.cleanup()
+        bridge.shutdown()
+    return 0
