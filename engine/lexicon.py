@@ -79,8 +79,8 @@ _HASH_MUL = 0x100000001B3
 _HASH_LEN = 0x9E3779B97F4A7C15
 """Mixes a string's length (in bytes) into its hash."""
 _MASK = (1 << 64) - 1
-_HASH_CHUNK = 1 << 16
-"""Strings hashed per NumPy pass (bounds the transient arrays to a few MB)."""
+_HASH_CHUNK = 4096
+"""Strings hashed per NumPy pass (bounds the transient arrays to ~2 MB: 65,536 at a time cost 25 MB)."""
 
 
 def _join(strings: list[str]) -> np.ndarray:
@@ -109,7 +109,7 @@ def _hash_all(data: bytes, starts: np.ndarray) -> np.ndarray:
     out = np.empty(n, np.uint64)
     if n == 0:
         return out
-    buf = np.frombuffer(data + b"\x01", np.uint8)  # every string, the last included, ends in SEP
+    buf = np.frombuffer(data, np.uint8)
     longest = int(np.diff(starts).max())
     with np.errstate(over="ignore"):
         powers = np.cumprod(np.full(longest, _HASH_MUL, np.uint64))
@@ -118,6 +118,8 @@ def _hash_all(data: bytes, starts: np.ndarray) -> np.ndarray:
             b = min(n, a + _HASH_CHUNK)
             lo, hi = int(starts[a]), int(starts[b])
             seg = buf[lo:hi]
+            if len(seg) < hi - lo:  # the last string: no separator after it
+                seg = np.append(seg, np.uint8(1))
             lens = np.diff(starts[a : b + 1])  # each string's length plus its separator
             rel = starts[a:b] - lo
             pos = np.arange(hi - lo) - np.repeat(rel, lens)
@@ -140,21 +142,26 @@ class StringArray:
 
     __slots__ = ("data", "starts", "_hashes", "_order")
 
-    def __init__(self, buf: np.ndarray | bytes):
+    def __init__(self, buf, starts: np.ndarray | None = None,
+                 index: tuple[np.ndarray, np.ndarray] | None = None):
         """
         Args:
-            buf: the joined strings, ``(bytes,) uint8`` or ``bytes``; empty for no strings.
+            buf: the joined strings: ``(bytes,) uint8``, ``bytes`` or a read-only ``mmap`` (whose
+                slices are ``bytes``); empty for no strings.
+            starts: the offsets, when known (:attr:`starts`; e.g. memory-mapped from a cache).
+            index: the hash index, when known (``(sorted hashes, order)`` of :meth:`hash_index`).
         """
-        self.data = bytes(buf) if not isinstance(buf, bytes) else buf
-        if self.data:
+        self.data = bytes(buf) if isinstance(buf, np.ndarray) else buf
+        self._hashes, self._order = index if index is not None else (None, None)
+        if starts is not None:
+            self.starts = starts
+        elif len(self.data):
             seps = np.flatnonzero(np.frombuffer(self.data, np.uint8) == 1)
             dtype = np.int32 if len(self.data) < 2**31 - 2 else np.int64
             self.starts = np.concatenate([[0], seps + 1, [len(self.data) + 1]]).astype(dtype)
         else:
             self.starts = np.zeros(1, np.int32)
         """``(n + 1,)``: string ``i`` is ``data[starts[i]:starts[i + 1] - 1]``."""
-        self._hashes: np.ndarray | None = None
-        self._order: np.ndarray | None = None
 
     @classmethod
     def from_strings(cls, strings) -> "StringArray":
@@ -172,7 +179,7 @@ class StringArray:
         return self.bytes_at(i % len(self)).decode("utf-8")
 
     def __iter__(self):
-        return iter(self.data.decode("utf-8").split(SEP) if self.data else ())
+        return iter(self.data[:].decode("utf-8").split(SEP) if len(self.data) else ())
 
     @property
     def nbytes(self) -> int:
@@ -195,6 +202,11 @@ class StringArray:
         key = prefix.encode("utf-8", "surrogatepass")
         lo = self._lower_bound(key)
         return lo, self._lower_bound(key + b"\xff", lo)  # 0xff never occurs in UTF-8
+
+    def hash_index(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(hashes, order)``: the strings' 64-bit hashes sorted, ``(n,) uint64``, and which
+        string each is, ``(n,) int32`` (built on first use)."""
+        return self._index()
 
     def _index(self) -> tuple[np.ndarray, np.ndarray]:
         if self._hashes is None:
@@ -245,6 +257,24 @@ class StringArray:
         return out
 
 
+_NARROW = ("counts", "bi_offsets", "tri_offsets", "bi_cnt", "tri_cnt")
+"""Integer parts (int64/int32 in the file) held in the narrowest type that keeps every value."""
+
+
+def narrow(name: str, a: np.ndarray) -> np.ndarray:
+    """Part ``name`` of a lexicon file in the narrowest exact integer type: int32, or uint16 for
+    the n-gram counts (never negated) when they are all under 65,536. Values, sums and products
+    with floats are unchanged, so are the pools."""
+    if name not in _NARROW or a.dtype.kind != "i" or not a.size:
+        return a
+    lo, hi = int(a.min()), int(a.max())
+    if name.endswith("_cnt") and 0 <= lo and hi < 2**16:
+        return a.astype(np.uint16)
+    if a.dtype.itemsize > 4 and -(2**31) <= lo and hi < 2**31:
+        return a.astype(np.int32)
+    return a
+
+
 class _Table:
     """An n-gram table: context key -> (word indices, counts), stored as flat arrays (the keys a
     :class:`StringArray`, looked up by hash; the arrays kept as the file holds them)."""
@@ -277,15 +307,24 @@ class CorpusLexicon:
     lexicon takes ~21 MB, where lists and dicts of strings took ~60 MB.
     """
 
-    def __init__(self, arrays):
-        self.words = StringArray(arrays["words"])
+    def __init__(self, arrays, strings: dict[str, StringArray] | None = None):
+        """
+        Args:
+            arrays: the parts (:attr:`PARTS`) as :meth:`build` returns them or the file holds them.
+            strings: ``words``, ``bi_keys`` and ``tri_keys`` made already (then ``arrays`` may
+                lack them): the memory-mapped cache passes them with their offsets and indices.
+        """
+        strings = strings or {}
+        self.words = strings["words"] if "words" in strings else StringArray(arrays["words"])
         self.counts = np.asarray(arrays["counts"])
         self.first_tokens = np.asarray(arrays["first_tokens"])
         if not (len(self.words) == len(self.counts) == len(self.first_tokens)):
             raise ValueError("words, counts and first_tokens differ in length")
         self.total = float(self.counts.sum())
-        self.bi = _Table(StringArray(arrays["bi_keys"]), arrays["bi_offsets"], arrays["bi_ix"], arrays["bi_cnt"])
-        self.tri = _Table(StringArray(arrays["tri_keys"]), arrays["tri_offsets"], arrays["tri_ix"], arrays["tri_cnt"])
+        for name in ("bi", "tri"):
+            keys = strings.get(f"{name}_keys")
+            keys = keys if keys is not None else StringArray(arrays[f"{name}_keys"])
+            setattr(self, name, _Table(keys, arrays[f"{name}_offsets"], arrays[f"{name}_ix"], arrays[f"{name}_cnt"]))
 
     def prefix_range(self, prefix: str) -> tuple[int, int]:
         return self.words.prefix_range(prefix)
@@ -324,15 +363,27 @@ class CorpusLexicon:
             raise ValueError(f"lexicon file {path} is corrupt: it lacks {', '.join(missing)}")
 
     @classmethod
-    def load(cls, path: Path) -> "CorpusLexicon":
+    def load(cls, path: Path, mapped: bool = True) -> "CorpusLexicon":
         """Read ``lexicon.npz``.
+
+        Args:
+            path: the file.
+            mapped: memory-map it from an uncompressed copy in the user's cache
+                (``engine.lexicon_cache``; written on first use), so only the pages that lookups
+                touch take memory; without a usable cache, or with False, load it into memory.
 
         Raises:
             ValueError: naming the file when it is missing a part or corrupt.
         """
+        if mapped:
+            from .lexicon_cache import load_mapped
+
+            lex = load_mapped(cls, path)
+            if lex is not None:
+                return lex
         try:
             with np.load(path, allow_pickle=False) as z:
-                return cls({k: z[k] for k in z.files})
+                return cls({k: narrow(k, z[k]) for k in z.files})
         except (OSError, ValueError, KeyError, EOFError, UnicodeDecodeError) as e:
             raise ValueError(f"lexicon file {path} is corrupt: {e}") from e
         except Exception as e:  # zipfile.BadZipFile and friends
@@ -440,7 +491,7 @@ def merge_lexicons(corpus: CorpusLexicon | None, extra: CorpusLexicon, weight: f
         bk = a.keys.find_many(bkeys)  # b's key order -> merged key id (a's keys, then b's new ones)
         fresh = np.flatnonzero(bk < 0)
         bk[fresh] = len(a) + np.arange(len(fresh))
-        keys = a.keys.data
+        keys = a.keys.data[:]
         if len(fresh):
             more = b"\x01".join(bkeys[k].encode("utf-8") for k in fresh.tolist())
             keys = keys + b"\x01" + more if len(a) else more

@@ -27,12 +27,22 @@ def _first_token(word: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def lexicons():
+def lexicons(tmp_path_factory):
+    """Per language: (the dict implementation, arrays as the file holds them, the file loaded into
+    memory in narrow types, the file memory-mapped from a fresh cache)."""
     out = {}
+    mp = pytest.MonkeyPatch()
+    mp.setenv("LAYA_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
     for lang in ("python", "javascript"):
-        with np.load(MODEL / f"lexicon-{lang}.npz") as z:
+        path = MODEL / f"lexicon-{lang}.npz"
+        with np.load(path) as z:
             arrays = {k: z[k] for k in z.files}
-        out[lang] = (old.CorpusLexicon(arrays), new.CorpusLexicon(arrays))
+        new.CorpusLexicon.load(path)  # writes the cached copy
+        mapped = new.CorpusLexicon.load(path)
+        assert not isinstance(mapped.words.data, bytes)  # a memory map
+        out[lang] = (old.CorpusLexicon(arrays), new.CorpusLexicon(arrays),
+                     new.CorpusLexicon.load(path, mapped=False), mapped)
+    mp.undo()
     return out
 
 
@@ -99,14 +109,15 @@ def _same_pools(pair_old, pair_new, text: str, with_doc: bool = True) -> int:
 
 
 @pytest.mark.parametrize("lang", ["python", "javascript"])
-def test_pools_equal_the_dict_implementation(lexicons, lang):
-    lex_old, lex_new = lexicons[lang]
+@pytest.mark.parametrize("form", [1, 2, 3], ids=["arrays", "narrow", "mapped"])
+def test_pools_equal_the_dict_implementation(lexicons, lang, form):
+    lex_old, lex_new = lexicons[lang][0], lexicons[lang][form]
     assert list(lex_new.words) == lex_old.words
-    assert _same_pools(lex_old, lex_new, TEXT) > 500
+    assert _same_pools(lex_old, lex_new, TEXT if form == 3 else TEXT[:40000]) > 100
 
 
 def test_pools_equal_without_a_document(lexicons):
-    assert _same_pools(*lexicons["python"], TEXT[:30000], with_doc=False) > 100
+    assert _same_pools(lexicons["python"][0], lexicons["python"][3], TEXT[:30000], with_doc=False) > 100
 
 
 def test_workspace_merge_equals_the_dict_implementation(lexicons):
@@ -119,7 +130,7 @@ def test_workspace_merge_equals_the_dict_implementation(lexicons):
     texts = [Path(inspect.getsourcefile(m)).read_text("utf-8") for m in (difflib, json.decoder)]
     texts.append("def zz_only_here(qq_new_name):\n    return qq_new_name.zz_attr\n")
     arrays = new.CorpusLexicon.build(texts, tok, min_context_count=1)
-    lex_old, lex_new = lexicons["python"]
+    lex_old, lex_new = lexicons["python"][0], lexicons["python"][3]
     m_old = old.merge_lexicons(lex_old, old.CorpusLexicon(arrays), 0.5)
     m_new = new.merge_lexicons(lex_new, new.CorpusLexicon(arrays), 0.5)
     assert list(m_new.words) == m_old.words
@@ -137,8 +148,34 @@ def test_workspace_merge_equals_the_dict_implementation(lexicons):
 
 
 def test_lexicon_holds_no_python_strings_per_word(lexicons):
-    lex = lexicons["python"][1]
+    lex = lexicons["python"][2]
     assert isinstance(lex.words.data, bytes)
     assert lex.first_tokens.dtype == np.int32 and lex.tri.ix.dtype == np.int32  # as the file holds them
+    assert lex.counts.dtype == np.int32 and lex.tri.cnt.dtype == np.uint16  # narrowed, values kept
     lex.words.find("self")  # builds the hash index
-    assert lex.nbytes < 25e6, lex.nbytes
+    assert lex.nbytes < 20e6, lex.nbytes
+
+
+def test_cache_fallbacks(tmp_path, monkeypatch, caplog):
+    from engine import lexicon_cache
+
+    path = MODEL / "lexicon-javascript.npz"
+    monkeypatch.setenv("LAYA_CACHE_DIR", "")  # caching off: read into memory
+    assert isinstance(new.CorpusLexicon.load(path).words.data, bytes)
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("LAYA_CACHE_DIR", str(blocker))  # cannot be written: read into memory
+    assert isinstance(new.CorpusLexicon.load(path).words.data, bytes)
+    assert "reading it into memory" in caplog.text
+    monkeypatch.setenv("LAYA_CACHE_DIR", str(tmp_path / "c"))
+    mapped = new.CorpusLexicon.load(path)
+    folder = lexicon_cache.cache_folder(path)
+    assert (folder / "done").exists() and not isinstance(mapped.words.data, bytes)
+    assert [p.name for p in folder.parent.iterdir()] == [folder.name]  # no temporary folder left
+    (folder / "tri_ix.npy").write_bytes(b"damaged")  # a damaged copy: read into memory
+    again = new.CorpusLexicon.load(path)
+    assert isinstance(again.words.data, bytes) and len(again.words) == len(mapped.words)
+    with pytest.raises(ValueError, match="corrupt"):
+        bad = tmp_path / "lexicon-python.npz"
+        bad.write_bytes(b"PK\x03\x04 not a zip")
+        new.CorpusLexicon.load(bad)
