@@ -58,7 +58,7 @@ def parse(body: bytes, max_tokens_limit: int = MAX_TOKENS_LIMIT) -> CompletionRe
         BadRequest: not JSON, not an object, or a field of the wrong type or out of range.
     """
     try:
-        d = json.loads(body)
+        d = json.loads(body.decode("utf-8"))
     except UnicodeDecodeError:
         raise BadRequest("the body is not UTF-8") from None
     except json.JSONDecodeError as e:
