@@ -174,10 +174,13 @@ class Throttle:
         self._last: dict[str, float] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
 
-    def trigger(self, key: str, fn: Callable[[], Any]) -> None:
+    def trigger(self, key: str, fn: Callable[[], Any], interval_s: float | None = None) -> None:
+        """Call ``fn`` now or at the end of the key's interval (``interval_s`` overrides the
+        default for this call, e.g. longer for a larger document)."""
         if key in self._timers:
             return  # the pending trailing call will see this change
-        wait = self._last.get(key, -math.inf) + self.interval_s - time.monotonic()
+        interval = self.interval_s if interval_s is None else interval_s
+        wait = self._last.get(key, -math.inf) + interval - time.monotonic()
         if wait <= 0:
             self._fire(key, fn)
         else:

@@ -25,11 +25,16 @@ from .config import InitializationOptions, parse_options
 from .documents import document_head, normalize_newlines
 from .loading import ModelHandle, report_loading
 from .scheduling import EngineBridge, Sequencer, Throttle
+from .text_document import LspTextDocument
 
 log = logging.getLogger(__name__)
 
 OBSERVE_INTERVAL_S = 1.0
 """Most one document refresh of the engine's online n-gram per document per second."""
+OBSERVE_CHARS_PER_INTERVAL = 100_000
+"""A larger document is refreshed less often: at most every ``OBSERVE_INTERVAL_S`` per this many
+characters counted (400K characters: every 4 s), so counting (~0.5 us a character, holding the
+GIL) takes a bounded share of the CPU whatever the file's size."""
 MAX_OBSERVE_CHARS = 400_000
 """Most characters of a document handed to ``observe_document`` (the start of the file): counting
 2 M characters blocked the engine thread ~430 ms; 400 K costs under ~100 ms, once a second."""
@@ -170,7 +175,10 @@ def did_open(ls: LayaServer, params: types.DidOpenTextDocumentParams) -> None:
 def did_change(ls: LayaServer, params: types.DidChangeTextDocumentParams) -> None:
     uri = params.text_document.uri
     ls.sequencer.edited(uri)
-    ls.observer.trigger(uri, lambda: ls.observe(uri))
+    doc = ls.open_document(uri)
+    chars = min(MAX_OBSERVE_CHARS, doc.chars if isinstance(doc, LspTextDocument) else 0)
+    ls.observer.trigger(uri, lambda: ls.observe(uri),
+                        OBSERVE_INTERVAL_S * max(1.0, chars / OBSERVE_CHARS_PER_INTERVAL))
 
 
 def did_close(ls: LayaServer, params: types.DidCloseTextDocumentParams) -> None:

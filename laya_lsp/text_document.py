@@ -39,6 +39,14 @@ class LspTextDocument(TextDocument):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._lines: list[str] | None = None
+        self._chars: int | None = None
+
+    @property
+    def chars(self) -> int:
+        """Length of the text in code points (kept across edits)."""
+        if self._chars is None:
+            self._chars = len(self.source)
+        return self._chars
 
     @property
     def lines(self) -> list[str]:
@@ -53,7 +61,7 @@ class LspTextDocument(TextDocument):
         return super().source
 
     def _apply_full_change(self, change: types.TextDocumentContentChangeEvent) -> None:
-        self._source, self._lines = change.text, None
+        self._source, self._lines, self._chars = change.text, None, None
 
     def _apply_incremental_change(self, change: types.TextDocumentContentChangePartial) -> None:
         lines = self.lines
@@ -73,5 +81,7 @@ class LspTextDocument(TextDocument):
         while b < len(lines) and not chunk.endswith("\n"):  # the next line may join or pair up
             chunk += lines[b]
             b += 1
+        if self._chars is not None:
+            self._chars += len(chunk) - sum(map(len, lines[a:b]))
         lines[a:b] = lsp_lines(chunk)
         self._source = None

@@ -72,6 +72,13 @@ def test_hash_collisions_resolve_by_bytes(monkeypatch):
     assert sa.find_many(["cc", "dd", "aa"]).tolist() == [2, -1, 0]
 
 
+def test_pieces_cut_at_line_ends_are_the_same():
+    text = TEXT * 5 + "tail_without_newline"
+    whole = [p for p in new.PIECE_RE.findall(text) if not (p[0] in " \t" or (p.isspace() and p != "\n"))]
+    assert len(text) > 10 * new.PIECES_CHUNK / 2 and new.pieces(text) == whole == old.pieces(text)
+    assert new.pieces("x" * 20000) == ["x" * 20000]  # no line end to cut at
+
+
 def _contexts(text: str, every: int = 7):
     """(text before a word start, the word) at every ``every``-th identifier of ``text``."""
     for k, m in enumerate(IDENT.finditer(text)):

@@ -55,7 +55,7 @@ def test_edits_keep_the_lines_pygls_would_split(encoding):
                                   end=types.Position(line=b.line, character=b.character)), text=change.text))
             ours.apply_change(change)
             assert ours.lines == lsp_lines(ref.source), (text, change)
-            assert ours.source == ref.source
+            assert ours.source == ref.source and ours.chars == len(ref.source)
             edits += 1
         ours.apply_change(types.TextDocumentContentChangeWholeDocument(text="x\r\ny"))
         assert ours.lines == ["x\r\n", "y"] and ours.source == "x\r\ny"
