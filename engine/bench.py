@@ -181,12 +181,17 @@ def main(a) -> int:
                    "after (default)": (None, None)}
         print(f"\n[LSP over stdio] typing one key at a time after jumps to random identifiers of {path}; "
               f"{a.warmup} warm-up, {a.runs} timed keystrokes; servers interleaved request by request")
-        jr = bench_jumps(text, servers, a.warmup, a.runs, model=a.model)
+        gap = getattr(a, "gap_ms", 0.0) / 1e3
+        if gap:
+            print(f"  {gap * 1e3:.0f} ms between keystrokes (a typist's pause; idle work may run in it)")
+        jr = bench_jumps(text, servers, a.warmup, a.runs, model=a.model, gap=gap)
+        results["jumps_gap_ms"] = gap * 1e3
         results["jumps"] = {}
         for name, r in jr.items():
+            empty = r.pop("empty_answers")
             print(f"  {name:30s} any keystroke:        {lpct(r['all'])}")
-            print(f"  {'':30s} first after a jump:   {lpct(r['after_jump'])}")
-            results["jumps"][name] = {k: summary(v) for k, v in r.items()}
+            print(f"  {'':30s} first after a jump:   {lpct(r['after_jump'])}   ({empty} answers without items)")
+            results["jumps"][name] = {**{k: summary(v) for k, v in r.items()}, "empty_answers": empty}
             series[f"LSP after jumps: {name}"] = r["all"]
         b, f = (jr[n]["all"] for n in servers)
         for q in (50, 90, 99):

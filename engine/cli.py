@@ -212,6 +212,8 @@ def main(argv=None) -> int:
                    help="comma-separated, timed side by side (numpy, numba, mlx; '' for none)")
     p.add_argument("--jumps", action="store_true",
                    help="also time LSP round trips typing after jumps in a file, before/after servers side by side")
+    p.add_argument("--gap-ms", type=float, default=0.0,
+                   help="with --jumps: pause between keystrokes (default 0: back to back, the seed method)")
     p.add_argument("--kernels", action="store_true", help="also time each CPU option for the step's projections")
     p.add_argument("--out", default="results", help="folder for the JSON (and PNG) results (default: %(default)s)")
     p.set_defaults(fn=_cmd_bench)

@@ -94,6 +94,9 @@ class Predictor:
         # answer from a short window when a decision needs a long prefill (LAYA_FAST_PATH=0: off,
         # for side-by-side benchmarks against the whole-window behaviour)
         self.fast_path = os.environ.get("LAYA_FAST_PATH", "1") != "0"
+        # finish that full window on keystrokes that need no forward pass; the server turns this
+        # off and calls ``advance`` when the engine thread is idle (``engine.worker``) instead
+        self.advance_on_keystroke = True
         self.doc_id: str | None = None
         self._docs: dict[str, DocLexicon] = {}
         self._ctx: list[int] | None = None  # context of the last decision
@@ -445,7 +448,8 @@ class Predictor:
         self.stats["decisions"] += 1
         doc = self._docs.get(doc_id) if doc_id is not None else None
         if self._pending is not None and ctx == self._ctx:
-            self.advance()  # no new context this keystroke: finish the full window instead
+            if self.advance_on_keystroke:
+                self.advance()  # no new context this keystroke: finish the full window instead
             if self._pending.done:
                 self._hidden = None  # and switch to it now (``_sync``)
         if ctx == self._ctx and self._hidden is not None and doc is self._pool_doc:

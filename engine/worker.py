@@ -18,6 +18,10 @@ from typing import Any, Callable
 log = logging.getLogger(__name__)
 _local = threading.local()
 
+IDLE_AFTER_S = 0.03
+"""Quiet time before idle work starts: shorter than the gap between a person's keystrokes
+(~80-250 ms), longer than the gap between requests of one burst."""
+
 
 def set_idle(fn: Callable[[], bool] | None) -> None:
     """From a job: give this engine thread its idle step (see :attr:`EngineThread.idle`)."""
@@ -47,8 +51,10 @@ class EngineThread:
     def __init__(self, name: str = "laya-engine"):
         self._q: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self.idle: Callable[[], bool] | None = None
-        """Run while no job is queued, one short step a call, until it returns False (the
-        predictor's ``advance``: the full window behind a short one); jobs wait at most one step."""
+        """Run once no job has come for ``IDLE_AFTER_S``, one short step a call, until it returns
+        False (the predictor's ``advance``: the full window behind a short one). A job that comes
+        meanwhile waits for at most one step; a burst of requests (a fast typist, a benchmark)
+        is never slowed by it."""
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -64,17 +70,29 @@ class EngineThread:
             return fn(*args, **kwargs)
         return self.submit(fn, *args, **kwargs).future.result(timeout)
 
+    def _next_job(self) -> Job | None:
+        """The next job; while none comes, the idle steps (the first after ``IDLE_AFTER_S`` of quiet)."""
+        if self.idle is None:
+            return self._q.get()
+        wait = IDLE_AFTER_S
+        while True:
+            try:
+                return self._q.get(timeout=wait) if wait else self._q.get_nowait()
+            except queue.Empty:
+                pass
+            try:
+                more = self.idle()
+            except Exception:  # noqa: BLE001 - background work must not stop the thread
+                log.exception("idle step failed")
+                more = False
+            if not more:
+                return self._q.get()
+            wait = 0
+
     def _run(self) -> None:
         _local.engine = self
         while True:
-            idle = self.idle
-            if idle is not None and self._q.empty():
-                try:
-                    if idle():
-                        continue
-                except Exception:  # noqa: BLE001 - background work must not stop the thread
-                    log.exception("idle step failed")
-            job = self._q.get()
+            job = self._next_job()
             if job is None:
                 return
             if not job.future.set_running_or_notify_cancel():

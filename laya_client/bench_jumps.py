@@ -44,6 +44,7 @@ class _Server:
         self.name = name
         self.version = 1
         self.text = ""
+        self.empty = 0
 
     def open(self, uri: str, text: str) -> None:
         self.client.open(uri, text)
@@ -60,16 +61,20 @@ class _Server:
         self.text = self.text[:start] + new + self.text[end:]
 
     def complete(self, offset: int) -> float:
+        """Seconds for a completion at ``offset``; counts answers without items in ``self.empty``."""
         c = self.client
         pos = _position(self.text, offset)
         t = time.perf_counter()
-        c._run(c.client.text_document_completion_async(types.CompletionParams(
+        res = c._run(c.client.text_document_completion_async(types.CompletionParams(
             text_document=types.TextDocumentIdentifier(uri=c.uri), position=pos)))
-        return time.perf_counter() - t
+        dt = time.perf_counter() - t
+        items = res.items if isinstance(res, types.CompletionList) else (res or [])
+        self.empty += not items
+        return dt
 
 
 def bench_jumps(text: str, servers: dict[str, tuple[dict | None, dict | None]], warmup: int = 100,
-                runs: int = 1000, keys: int = 10, seed: int = 0, model=None) -> dict:
+                runs: int = 1000, keys: int = 10, seed: int = 0, model=None, gap: float = 0.0) -> dict:
     """Time completion round trips after jumps, servers side by side.
 
     Args:
@@ -77,9 +82,12 @@ def bench_jumps(text: str, servers: dict[str, tuple[dict | None, dict | None]], 
         servers: name -> ``(initializationOptions, extra environment)`` of each server.
         warmup, runs: untimed, then timed keystrokes (each server gets all of them).
         keys: characters typed at each place before jumping on.
+        gap: seconds between keystrokes (0: back to back, the seed method; a person: ~0.1-0.25),
+            which lets a server use the pause (``engine.worker.EngineThread.idle``).
 
     Returns:
-        name -> ``{"all": [seconds...], "after_jump": [...], "typing": [...]}``.
+        name -> ``{"all": [seconds...], "after_jump": [...], "typing": [...], "empty_answers": n}``
+        (answers without items, warm-up included: a server that answers nothing is fast but wrong).
     """
     starts = [m.start() for m in WORD_START.finditer(text) if 2000 < m.start() < len(text) - keys]
     rnd = random.Random(seed)
@@ -104,11 +112,15 @@ def bench_jumps(text: str, servers: dict[str, tuple[dict | None, dict | None]], 
                         out[s.name]["all"].append(dt)
                         out[s.name]["after_jump" if k == 1 else "typing"].append(dt)
                 n += 1
+                if gap:
+                    time.sleep(gap)
                 if n >= warmup + runs:
                     break
             if k < keys:  # stopped mid-word: put back what was not typed (the file stays the same)
                 for s in live.values():
                     s.edit(p + k, p + k, typed[k:])
+        for s in live.values():
+            out[s.name]["empty_answers"] = s.empty
     finally:
         for s in live.values():
             s.client.shutdown()

@@ -139,7 +139,8 @@ def _load_job(handle: ModelHandle, model_path: str | None, variant: str, backend
     from engine.worker import set_idle
 
     handle.predictor = Predictor.load(model_dir=model_path, variant=variant, backend=backend)
-    set_idle(handle.predictor.advance)  # finish a jump's full window between requests
+    handle.predictor.advance_on_keystroke = False  # a jump's full window is finished in pauses:
+    set_idle(handle.predictor.advance)
     return handle.predictor
 
 
