@@ -4,8 +4,9 @@
 costs 5-21 MB of arrays. On first use :func:`load_mapped` writes the file's parts once, uncompressed
 (in the narrow types :func:`engine.lexicon.narrow` picks), with the offsets and hash indices of its
 strings, to ``$LAYA_CACHE_DIR`` (default ``$XDG_CACHE_HOME/laya`` or ``~/.cache/laya``), under
-``lexicons/<name>-<key>/``; the key covers the file's path, size and modification time and the
-cache format, so a changed model gets a new copy. Later loads map those files read-only: only the
+``lexicons/<name>-<key>/`` (~11 MB per language); the key covers the file's path, size and
+modification time and the cache format, so a changed model gets a new copy (and the old one is
+removed). Later loads map those files read-only: only the
 pages that lookups touch count in the server's memory, and processes share them.
 
 The copy is written to a temporary folder and renamed into place, so a reader never sees half of
@@ -89,10 +90,22 @@ def _write(cls, path: Path, folder: Path) -> None:
         try:
             os.rename(tmp, folder)
         except OSError:  # another process put its copy there first: use that one
-            if not (folder / "done").exists():
-                raise
+            if not (folder / "done").exists():  # a damaged copy (never renamed in so): replace it
+                shutil.rmtree(folder)
+                os.rename(tmp, folder)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    _prune(path, folder)
+
+
+def _prune(path: Path, keep: Path) -> None:
+    """Remove older copies of the same lexicon file (it changed: a new model was installed)."""
+    for other in keep.parent.glob(f"{path.stem}-*"):
+        try:
+            if other != keep and (other / "done").read_text().strip() == str(path):
+                shutil.rmtree(other, ignore_errors=True)
+        except OSError:
+            continue  # another file's copy, or one being written
 
 
 def _array(file: Path) -> np.ndarray:

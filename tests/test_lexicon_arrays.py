@@ -179,6 +179,12 @@ def test_cache_fallbacks(tmp_path, monkeypatch, caplog):
     folder = lexicon_cache.cache_folder(path)
     assert (folder / "done").exists() and not isinstance(mapped.words.data, bytes)
     assert [p.name for p in folder.parent.iterdir()] == [folder.name]  # no temporary folder left
+    stale = folder.parent / "lexicon-javascript-0123456789abcdef"  # a copy of an older version
+    stale.mkdir()
+    (stale / "done").write_text(f"{path}\n")
+    (folder / "done").unlink()
+    new.CorpusLexicon.load(path)  # rewritten: the stale copy goes
+    assert [p.name for p in folder.parent.iterdir()] == [folder.name]
     (folder / "tri_ix.npy").write_bytes(b"damaged")  # a damaged copy: read into memory
     again = new.CorpusLexicon.load(path)
     assert isinstance(again.words.data, bytes) and len(again.words) == len(mapped.words)
