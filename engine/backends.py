@@ -9,6 +9,7 @@ dequantization fused into compiled kernels; the default on plain CPUs when numba
 from __future__ import annotations
 
 import logging
+import os
 import platform
 import sys
 from pathlib import Path
@@ -72,12 +73,16 @@ class Backend(Protocol):
 
 
 def default_backend() -> str:
-    """``mlx`` on Apple Silicon (Metal); elsewhere ``numba`` when it imports, else ``numpy``.
+    """``mlx`` on Apple Silicon (Metal); elsewhere ``numba`` when it imports, else ``numpy``;
+    the environment variable ``LAYA_BACKEND`` overrides the choice.
 
     Measured with ``laya bench --kernels`` on the 2-core x86_64 dev machine: the 16 projections of a
     decode step take 0.26-0.30 ms on the 6-bit codes (numba) against 0.78-0.83 ms on float32
     (NumPy/OpenBLAS), ~3x.
     """
+    forced = os.environ.get("LAYA_BACKEND")
+    if forced:  # e.g. LAYA_BACKEND=numpy: the float32 fallback, for side-by-side comparisons
+        return forced
     if sys.platform == "darwin" and platform.machine() == "arm64":
         return "mlx"
     try:
