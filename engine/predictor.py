@@ -312,7 +312,9 @@ class Predictor:
                 self._pending = None
             elif len(ctx) > pend.start and ctx[: pend.start] == pend.head:
                 return self._sync_tokens(ctx[pend.start :], fast=False)
-            else:  # moved away before it was done
+            else:  # moved away before it was done: keep what it has, to come back to
+                if len(pend.cached) >= 64:
+                    self.windows.put(pend.cached, pend.state)
                 self._pending = None
                 self.backend.reset()
                 self.cached = []
@@ -341,7 +343,8 @@ class Predictor:
                 self.stats["shifts"] += 1
                 return self._sync_tokens(ctx, fast)
         if fast and len(ctx) - lcp > FAST_MIN_NEW:
-            hit = self.windows.take(ctx, at_least=lcp + 1)
+            # a stored window that leaves at most FAST_MIN_NEW tokens to prefill, else the short one
+            hit = self.windows.take(ctx, at_least=max(lcp + 1, len(ctx) - FAST_MIN_NEW))
             if len(cached) >= 64:  # keep the window being left, to come back to
                 self.windows.put(cached, self.backend.swap(hit[1] if hit else None))
                 self.stats["stored_windows"] += 1
@@ -350,14 +353,12 @@ class Predictor:
             else:
                 self.backend.reset()
             cached = self.cached = hit[0] if hit else []
-            lcp = common_prefix(cached, ctx)
-            if len(ctx) - lcp > FAST_MIN_NEW:  # answer from the short window now
+            if hit is None:  # answer from the short window now (the cache is empty)
                 start = len(ctx) - SHORT_TOKENS
                 self._pending = PendingWindow(list(ctx), ctx[:start])
-                self.backend.reset()
-                self.cached = []
                 self.stats["short_windows"] += 1
                 return self._sync_tokens(ctx[start:], fast=False)
+            lcp = common_prefix(cached, ctx)
         if lcp == len(ctx):
             lcp -= 1  # need the hidden state of the last context token: recompute it
         if lcp < len(cached):
