@@ -494,7 +494,7 @@ def merge_lexicons(corpus: CorpusLexicon | None, extra: CorpusLexicon, weight: f
     counts = np.zeros(n)
     counts[cmap] += corpus.counts
     counts[emap] += scale * extra.counts
-    firsts = np.zeros(n, np.int64)
+    firsts = np.zeros(n, np.int32)  # token and word ids fit in int32 (the file's own types)
     firsts[cmap] = corpus.first_tokens
     firsts[emap] = extra.first_tokens
     arrays = {"words": np.frombuffer(b"".join(chunks)[:-1], np.uint8), "counts": counts, "first_tokens": firsts}
@@ -520,8 +520,8 @@ def merge_lexicons(corpus: CorpusLexicon | None, extra: CorpusLexicon, weight: f
         key, word, cnt = key[order], word[order], cnt[order]
         offsets = np.concatenate([[0], np.cumsum(np.bincount(key, minlength=len(a) + len(fresh)))])
         arrays[f"{name}_keys"] = np.frombuffer(keys, np.uint8)
-        arrays[f"{name}_offsets"] = offsets
-        arrays[f"{name}_ix"] = word
+        arrays[f"{name}_offsets"] = offsets.astype(np.int32) if offsets[-1] < 2**31 else offsets
+        arrays[f"{name}_ix"] = word.astype(np.int32)
         arrays[f"{name}_cnt"] = cnt
     return CorpusLexicon(arrays)
 
