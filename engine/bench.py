@@ -64,6 +64,34 @@ def time_decisions(predictors: dict, text: str, warmup: int, runs: int) -> dict:
     return out
 
 
+def time_jumps(predictors: dict, text: str, warmup: int, runs: int, keys: int = 10, seed: int = 0) -> dict:
+    """In process, no IPC: type ``keys`` characters at random identifier starts (the workload of
+    ``laya_client.bench_jumps``), the predictors interleaved keystroke by keystroke."""
+    import random
+    import re
+
+    starts = [m.start() for m in re.finditer(r"(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]{3,}", text)
+              if 2000 < m.start() < len(text) - keys]
+    rnd = random.Random(seed)
+    out = {name: {"all": [], "after_jump": [], "typing": []} for name in predictors}
+    n = 0
+    while n < warmup + runs:
+        p0 = rnd.choice(starts)
+        for k in range(1, keys + 1):
+            prefix, suffix = text[: p0 + k], text[p0 + k :]
+            for name, p in predictors.items():
+                t = time.perf_counter()
+                p.predict(prefix, suffix, doc_id="bench")
+                dt = time.perf_counter() - t
+                if n >= warmup:
+                    out[name]["all"].append(dt)
+                    out[name]["after_jump" if k == 1 else "typing"].append(dt)
+            n += 1
+            if n >= warmup + runs:
+                break
+    return out
+
+
 def summary(xs) -> dict:
     """Median, p90, p99 (ms) and count of a list of seconds."""
     a = np.asarray(xs, dtype=float) * 1e3
@@ -174,6 +202,29 @@ def main(a) -> int:
         results["lsp"] = {"typing": summary(rt["typing"]), **{k: v for k, v in rt.items() if k != "typing"}}
         series["LSP: typing forward"] = rt["typing"]
     if getattr(a, "jumps", False):
+        before = Predictor.load(a.model, backend="numpy")
+        before.fast_path = False
+        after = Predictor.load(a.model)
+        after.advance_on_keystroke = False  # as in the server: full windows are finished in pauses,
+        # and back-to-back keystrokes leave none (laya_lsp.loading, engine.worker)
+        pj = {"before (numpy, whole window)": before, f"after (default: {after.backend.name})": after}
+        for p in pj.values():
+            p.observe_document("bench", text)
+            p.warmup()
+        print(f"\n[in process] typing one key at a time after jumps to random identifiers; {a.warmup} warm-up, "
+              f"{a.runs} timed keystrokes; predictors interleaved keystroke by keystroke")
+        ij = time_jumps(pj, text, a.warmup, a.runs)
+        results["jumps_in_process"] = {}
+        for name, r in ij.items():
+            print(f"  {name:30s} any keystroke:        {pct(r['all'])}")
+            print(f"  {'':30s} first after a jump:   {pct(r['after_jump'])}")
+            results["jumps_in_process"][name] = {k: summary(v) for k, v in r.items()}
+            series[f"in process after jumps: {name}"] = r["all"]
+        b, f = (ij[n]["all"] for n in pj)
+        for q in (50, 90, 99):
+            print(f"  p{q} before / after: {np.percentile(b, q) / np.percentile(f, q):.2f}x")
+        del before, after, pj
+
         from laya_client.bench_jumps import bench_jumps
         from laya_client.replay import pct as lpct
 
