@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="overrides the logLevel initialization option (default: info)")
     ap.add_argument("--model-path", default=None, help="--check: model folder (default: shipped)")
     ap.add_argument("--variant", default="code", help="--check: engine variant (default: code)")
-    ap.add_argument("--backend", default=None, choices=("numpy", "mlx", "auto"),
+    ap.add_argument("--backend", default=None, choices=("numpy", "numba", "mlx", "auto"),
                     help="--check: override the variant's backend")
     ap.add_argument("--version", action="version", version=f"%(prog)s {__version__}",
                     help="print the version and exit")

@@ -44,7 +44,7 @@ class InitializationOptions:
     editor's log (``window/logMessage``: the Output panel in VS Code, ``:LspLog`` in Neovim); over
     stdio, stderr carries only errors."""
     backend: str | None = None
-    """Override the variant's backend: ``numpy``, ``mlx`` or ``auto``. Unset: the variant's."""
+    """Override the variant's backend: ``numpy``, ``numba``, ``mlx`` or ``auto``. Unset: the variant's."""
     workspace_index: bool = True
     """Index the workspace folders' source files (honouring ``.gitignore``; at most 20,000 files
     and 30 MB) so that their names and phrases are suggested, per language; re-indexed on save
@@ -66,7 +66,7 @@ _FIELDS = {_camel(f.name): f.name for f in fields(InitializationOptions)}
 _TYPES = typing.get_type_hints(InitializationOptions)
 _CHOICES = {
     "log_level": ("debug", "info", "warning", "error"),
-    "backend": ("numpy", "mlx", "auto"),
+    "backend": ("numpy", "numba", "mlx", "auto"),
 }
 _LOWER_BOUNDS = {"debounce_ms": 0, "max_items": 0}
 _UPPER_BOUNDS = {"debounce_ms": 2000, "max_items": 1000}

@@ -18,7 +18,7 @@ return {
     maxItems = 20, -- most items in one completion list
     enableInline = true, -- answer textDocument/inlineCompletion with the rest-of-line continuation
     logLevel = 'info', -- 'debug', 'info', 'warning' or 'error'
-    backend = nil, -- override the variant's backend: 'numpy', 'mlx' or 'auto'; nil: the variant's
+    backend = nil, -- override the variant's backend: 'numpy', 'numba', 'mlx' or 'auto'; nil: the variant's
     workspaceIndex = true, -- index the workspace's source files (honours .gitignore) for suggestions
     watchProcessId = true, -- exit when the editor's processId is gone; false in a container or remote set-up
   },
