@@ -95,9 +95,14 @@ class _Doc:
             text_document=types.TextDocumentIdentifier(uri=self.uri), position=pos)))
 
 
-def bench_memory(n_langs: int = 1, edits: int = 10_000, switch_every: int = 100, every: int = 1000) -> dict:
+def _options(backend: str | None) -> dict:
+    return {"workspaceIndex": False, **({"backend": backend} if backend else {})}
+
+
+def bench_memory(n_langs: int = 1, edits: int = 10_000, switch_every: int = 100, every: int = 1000,
+                 backend: str | None = None) -> dict:
     """Server memory over ``edits`` edits to documents of ``n_langs`` languages (MB)."""
-    c = ReplayClient(None, init_options={"workspaceIndex": False})
+    c = ReplayClient(None, init_options=_options(backend))
     try:
         t0 = time.perf_counter()
         docs = []
@@ -140,13 +145,13 @@ def large_text(chars: int = 5_000_000) -> str:
 
 
 def bench_doc_size(warmup: int = 100, runs: int = 1000, small_chars: int = 20_000,
-                   large_chars: int = 5_000_000) -> dict:
+                   large_chars: int = 5_000_000, backend: str | None = None) -> dict:
     """Keystroke round trips (``didChange`` + completion) in a small and a large file, two servers
     interleaved; in the middle of each file. Returns the timings in seconds."""
     big = large_text(large_chars)
     small = big[:small_chars]
     small = small[: small.rfind("\n") + 1]
-    clients = [ReplayClient(None, init_options={"workspaceIndex": False}) for _ in range(2)]
+    clients = [ReplayClient(None, init_options=_options(backend)) for _ in range(2)]
     try:
         docs = [_Doc(clients[0], "file:///bench/small.py", small, "python", small.count("\n") // 2),
                 _Doc(clients[1], "file:///bench/large.py", big, "python", big.count("\n") // 2)]
@@ -179,11 +184,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--languages", type=int, default=1, help="memory: languages open (1-6)")
     ap.add_argument("--edits", type=int, default=10_000)
     ap.add_argument("--runs", type=int, default=1000)
+    ap.add_argument("--backend", help="the server's backend option (numpy, numba, ...); default: the variant's")
     a = ap.parse_args(argv)
     if a.what == "memory":
-        bench_memory(a.languages, a.edits)
+        bench_memory(a.languages, a.edits, backend=a.backend)
     else:
-        bench_doc_size(runs=a.runs)
+        bench_doc_size(runs=a.runs, backend=a.backend)
     return 0
 
 
