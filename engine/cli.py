@@ -45,6 +45,22 @@ def _cmd_train(a) -> int:
 
 
 def _cmd_export(a) -> int:
+    if a.gguf:
+        from .export_gguf import GGUF_TYPES, export_gguf
+
+        bad = [k for k in a.gguf_type.split(",") if k not in GGUF_TYPES]
+        if bad:
+            print(f"laya export: --gguf-type {bad[0]!r}: expected {' or '.join(GGUF_TYPES)}", file=sys.stderr)
+            return 2
+        logging.getLogger("gguf").setLevel(logging.WARNING)  # its writer logs every file at INFO
+        for kind in a.gguf_type.split(","):
+            out = Path(a.gguf) if "," not in a.gguf_type else Path(a.gguf).with_suffix(f".{kind}.gguf")
+            export_gguf(a.model, out, kind)
+            print(f"wrote {out} ({kind}, {out.stat().st_size / 1e6:.1f} MB)")
+        return 0
+    if not a.out:
+        print("laya export: give --out (a model folder from a checkpoint) or --gguf PATH", file=sys.stderr)
+        return 2
     from .train import export
 
     from .config import load_variant
@@ -151,9 +167,14 @@ def main(argv=None) -> int:
     p.add_argument("--eval-every", type=int, default=100)
     p.set_defaults(fn=_cmd_train)
 
-    p = sub.add_parser("export", help="write a quantized model folder from a checkpoint")
+    p = sub.add_parser("export", help="write a quantized model folder from a checkpoint, or a llama.cpp GGUF (--gguf)")
     p.add_argument("--checkpoint", default=str(DEFAULT_CKPT))
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", default=None, help="model folder to write from --checkpoint")
+    p.add_argument("--gguf", default=None, metavar="PATH",
+                   help="instead: write the model folder --model as a llama.cpp GGUF file (needs `gguf`: the peers extra)")
+    p.add_argument("--gguf-type", default="f32",
+                   help="f32 or q8_0, or 'f32,q8_0' for both (PATH.f32.gguf, PATH.q8_0.gguf) (default: %(default)s)")
+    p.add_argument("--model", default=None, help="with --gguf: model folder (default: the shipped model)")
     p.add_argument("--variant", default="code", help="quantize as this variant says (configs/)")
     p.add_argument("--bits", type=int, default=None, help="override the variant's bits")
     p.add_argument("--corpus", default=str(DEFAULT_CORPUS), help="count the lexicon from this corpus ('' to skip)")
