@@ -160,6 +160,13 @@ def main(a) -> int:
     results: dict = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "argv": sys.argv[1:], "machine": machine(),
                      "workload": path}
     series: dict[str, list[float]] = {}
+    if getattr(a, "peers", False):  # the model step against llama.cpp (engine/bench_peers.py) only
+        from . import bench_peers
+
+        names = [n.strip() for n in a.backends.split(",") if n.strip() and n.strip() != "mlx"]
+        results["peers"], series = bench_peers.run(a.model, names, a.warmup, a.runs, text)
+        write_results(results, series, getattr(a, "out", "results"))
+        return 0
     if getattr(a, "kernels", False):
         from . import bench_kernels
         from .model_io import DEFAULT_MODEL_DIR
