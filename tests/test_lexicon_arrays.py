@@ -179,12 +179,18 @@ def test_cache_fallbacks(tmp_path, monkeypatch, caplog):
     folder = lexicon_cache.cache_folder(path)
     assert (folder / "done").exists() and not isinstance(mapped.words.data, bytes)
     assert [p.name for p in folder.parent.iterdir()] == [folder.name]  # no temporary folder left
-    stale = folder.parent / "lexicon-javascript-0123456789abcdef"  # a copy of an older version
-    stale.mkdir()
-    (stale / "done").write_text(f"{path}\n")
+    import os
+
+    for age, key in ((200, "0123456789abcdef"), (100, "fedcba9876543210")):  # older versions' copies
+        stale = folder.parent / f"lexicon-javascript-{key}"
+        stale.mkdir()
+        (stale / "done").write_text(f"{path}\n")
+        os.utime(stale / "done", (os.path.getmtime(folder / "done") - age,) * 2)
     (folder / "done").unlink()
-    new.CorpusLexicon.load(path)  # rewritten: the stale copy goes
-    assert [p.name for p in folder.parent.iterdir()] == [folder.name]
+    new.CorpusLexicon.load(path)  # rewritten: only the most recent copies stay
+    kept = sorted(p.name for p in folder.parent.iterdir())
+    assert len(kept) == lexicon_cache.KEEP_COPIES and folder.name in kept
+    assert "lexicon-javascript-0123456789abcdef" not in kept  # the oldest went
     (folder / "tri_ix.npy").write_bytes(b"damaged")  # a damaged copy: read into memory
     again = new.CorpusLexicon.load(path)
     assert isinstance(again.words.data, bytes) and len(again.words) == len(mapped.words)
@@ -192,3 +198,18 @@ def test_cache_fallbacks(tmp_path, monkeypatch, caplog):
         bad = tmp_path / "lexicon-python.npz"
         bad.write_bytes(b"PK\x03\x04 not a zip")
         new.CorpusLexicon.load(bad)
+
+
+def test_checkouts_of_the_same_model_share_one_cached_copy(tmp_path, monkeypatch):
+    import shutil
+
+    from engine import lexicon_cache
+
+    monkeypatch.setenv("LAYA_CACHE_DIR", str(tmp_path / "c"))
+    path = MODEL / "lexicon-rust.npz"
+    other = tmp_path / "clone" / "lexicon-rust.npz"
+    other.parent.mkdir()
+    shutil.copy(path, other)
+    assert lexicon_cache.cache_folder(other) == lexicon_cache.cache_folder(path)
+    other.write_bytes(other.read_bytes()[:-1] + b"\0")  # different content: a different copy
+    assert lexicon_cache.cache_folder(other) != lexicon_cache.cache_folder(path)
