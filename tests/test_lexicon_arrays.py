@@ -211,5 +211,5 @@ def test_checkouts_of_the_same_model_share_one_cached_copy(tmp_path, monkeypatch
     other.parent.mkdir()
     shutil.copy(path, other)
     assert lexicon_cache.cache_folder(other) == lexicon_cache.cache_folder(path)
-    other.write_bytes(other.read_bytes()[:-1] + b"\0")  # different content: a different copy
+    other.write_bytes(other.read_bytes() + b"\1")  # different content: a different copy
     assert lexicon_cache.cache_folder(other) != lexicon_cache.cache_folder(path)
