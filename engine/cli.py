@@ -1,4 +1,4 @@
-"""``laya``: the engine's command line (corpus, train, export, complete, eval, bench)."""
+"""``laya``: the engine's command line (corpus, train, export, complete, demo, eval, tune, bench, serve)."""
 
 from __future__ import annotations
 
@@ -93,8 +93,15 @@ def _cmd_complete(a) -> int:
     except (ModelLoadError, OSError, ValueError) as e:
         print(f"laya complete: {e}", file=sys.stderr)
         return 2
-    p.observe_document("cli", text)  # the file's own identifiers, as the server does for open files
-    for c in p.predict(prefix, doc_id="cli", want_line=True)[: a.n]:
+    if a.n < 1:
+        print(f"laya complete: -n {a.n}: give how many candidates to print (1 or more)", file=sys.stderr)
+        return 2
+    from .languages import for_path
+
+    # the file's own identifiers, as the server does for open files; its language by extension
+    language = for_path(a.file).name if a.file else "python"
+    p.observe_document("cli", text, language)
+    for c in p.predict(prefix, doc_id="cli", want_line=True, language=language)[: a.n]:
         print(f"{c.score:8.3f}  {c.kind:10s} {c.text!r}")
     return 0
 

@@ -290,17 +290,25 @@ def demo(path: str | None = None, model=None, every: int = 40, limit_chars: int 
 
     from engine.evaluate import targets as identifier_targets
 
+    from engine.languages import for_path
+
     path = path or inspect.getsourcefile(held_out)
     text = Path(path).read_text("utf-8").replace("\r\n", "\n")
-    cut = text.rfind("\n", 0, limit_chars) + 1 if len(text) > limit_chars else len(text)
-    text = text[:cut]
+    if len(text) > limit_chars:  # cut at a line end, or mid-line when the first line is longer
+        cut = text.rfind("\n", 0, limit_chars) + 1
+        text = text[: cut or limit_chars]
+    language = for_path(path).name
+    language = language if language != "unknown" else "python"
+    if not identifier_targets(text, language):
+        print(f"laya demo: {path} has no identifiers to type", file=sys.stderr)
+        return 2
     c = ReplayClient(model)
     print(f"laya-lsp {c.server_info.version if c.server_info else ''}: initialize answered in "
           f"{c.t_initialized * 1e3:.0f} ms; typing {path} ({len(text)} chars)")
     times, shown, saved, total = [], 0, 0, 0
     try:
-        c.open(Path(path).resolve().as_uri())
-        targets = identifier_targets(text)
+        c.open(Path(path).resolve().as_uri(), language=language)
+        targets = identifier_targets(text, language)
         for n, (start, word) in enumerate(targets):
             total += len(word)
             for k in range(len(word)):

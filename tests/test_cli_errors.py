@@ -189,3 +189,26 @@ def test_demo_prints_each_sample_with_the_text_before_the_cursor():
         shown = line.rsplit(" -> ", 1)[0].strip()  # the code itself may hold " -> "
         assert shown.endswith("|") and len(shown) > 1, f"a sample without context: {line!r}"
     assert "keystrokes saved" in out.stdout
+
+
+def test_complete_takes_the_language_from_the_extension(tmp_path):
+    f = tmp_path / "main.go"
+    f.write_text('package main\n\nimport "fmt"\n\nfunc main() {\n\tfmt.Pri\n')
+    out = run(LAYA + ["complete", str(f), "-n", "3"])
+    assert out.returncode == 0, out.stderr
+    assert "'Printf'" in out.stdout and "PrimaryKeyConstraint" not in out.stdout
+
+
+def test_complete_rejects_a_non_positive_count(tmp_path):
+    f = tmp_path / "a.py"
+    f.write_text("import os\nos.pa\n")
+    out = run(LAYA + ["complete", str(f), "-n", "-3"])
+    assert out.returncode == 2 and out.stderr.strip().splitlines()[-1].startswith("laya complete: -n -3")
+
+
+def test_demo_on_a_file_with_nothing_to_type_says_so(tmp_path):
+    f = tmp_path / "empty.py"
+    f.write_text("")
+    out = run(LAYA + ["demo", str(f)])
+    assert out.returncode == 2 and "no identifiers to type" in out.stderr
+    assert "Traceback" not in out.stderr
