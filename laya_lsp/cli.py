@@ -136,7 +136,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"laya-lsp: cannot write the log file: {e}", file=sys.stderr)
         return 2
     if args.check:
-        return check(args)
+        code = check(args)
+        sys.stdout.flush()
+        logging.shutdown()
+        os._exit(code)  # as exit_cleanly: MLX may abort when the interpreter finalizes after it
 
     from .server import create_server
 
