@@ -76,9 +76,14 @@ class LayaRunner:
 def make_gguf_files(folder: Path | None, out_dir: Path) -> dict[str, Path]:
     """``{"f32": path, "Q8_0": path}``: the float32 export, and llama.cpp's own Q8_0 of it (the
     ``gguf`` package's Q8_0 writer when ``llama_model_quantize`` fails)."""
+    import logging
+
     import llama_cpp
 
     from .export_gguf import export_gguf
+
+    logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)  # llama.cpp logs every tensor at INFO
+    logging.getLogger("gguf").setLevel(logging.WARNING)
 
     f32 = export_gguf(folder, out_dir / "laya-f32.gguf", "f32")
     q8 = out_dir / "laya-q8_0.gguf"
