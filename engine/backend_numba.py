@@ -16,133 +16,22 @@ is one compiled function, so a step makes one Python call instead of ~120 NumPy 
 Prefill of many tokens at once stays on :class:`~engine.backend_numpy.NumpyBackend`'s float32
 matrix-matrix path (compute-bound, where OpenBLAS beats a hand loop); up to ``STEP_MAX`` new
 tokens run as compiled steps. The KV-cache layout, ``trim``, ``shift`` and ``hid`` are the NumPy
-backend's. Compiled code is cached next to this file (numba ``cache=True``), so only the first
-start after an install pays the ~2-4 s of compilation.
+backend's. The kernels live in ``engine.kernels_numba``; ``engine.kernels`` loads them compiled
+ahead of time when it can (no numba or LLVM in memory), else JIT-compiled (cached next to the
+file, numba ``cache=True``, so only the first start after an install pays ~2-4 s).
 """
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from . import kernels
 
 from .backend_numpy import NumpyBackend
 from .model import ModelArgs
 
 STEP_MAX = 8
 """Up to this many new tokens are run one compiled step each; more go through the float32 prefill."""
-
-
-@numba.njit(fastmath=True, cache=True, nogil=True)
-def _qgemv(codes_t, scales_t, biases_t, x, out):
-    """``out = dequant(codes, scales, biases) @ x``, all stored transposed: ``codes_t (n_in, n_out)``
-    uint8, ``scales_t/biases_t (n_in / group, n_out)`` float32, ``x (n_in,)`` float32.
-
-    Transposed, the inner loop is an axpy over outputs (no horizontal reduction), which LLVM turns
-    into 8-wide FMAs on AVX2: ~2-3x faster than the row-dot form on this CPU (12 vs 23-35 us for
-    1024x256).
-    """
-    n_in, n_out = codes_t.shape
-    ng = scales_t.shape[0]
-    gs = n_in // ng
-    acc = np.empty(n_out, np.float32)
-    for o in range(n_out):
-        out[o] = 0.0
-    for g in range(ng):
-        for o in range(n_out):
-            acc[o] = 0.0
-        xs = np.float32(0.0)
-        for i in range(g * gs, (g + 1) * gs):
-            xi = x[i]
-            xs += xi
-            for o in range(n_out):
-                acc[o] += np.float32(codes_t[i, o]) * xi
-        for o in range(n_out):
-            out[o] += scales_t[g, o] * acc[o] + biases_t[g, o] * xs
-
-
-@numba.njit(fastmath=True, cache=True, nogil=True)
-def _rms_scale(x, w, eps, out):
-    n = x.shape[0]
-    ss = np.float32(0.0)
-    for i in range(n):
-        ss += x[i] * x[i]
-    r = np.float32(1.0) / np.sqrt(ss / n + eps)
-    for i in range(n):
-        out[i] = x[i] * r * w[i]
-
-
-@numba.njit(fastmath=True, cache=True, nogil=True)
-def _step(x, off, ln1, qkv_c, qkv_s, qkv_b, o_c, o_s, o_b, ln2, gu_c, gu_s, gu_b, d_c, d_s, d_b,
-          norm, kT, v, cos, sin, n_heads, n_kv, eps, out):
-    """One token through every layer. ``x (d,)`` is its embedding (updated in place as the residual
-    stream); keys/values are written at cache position ``off``; ``out`` gets the final normed state."""
-    d = x.shape[0]
-    hd = kT.shape[2]
-    half = hd // 2
-    inter = gu_c.shape[2] // 2
-    nq = n_heads * hd
-    nk = n_kv * hd
-    end = off + 1
-    group = n_heads // n_kv
-    xn = np.empty(d, np.float32)
-    qkv = np.empty(qkv_c.shape[2], np.float32)
-    att = np.empty(nq, np.float32)
-    tmp = np.empty(d, np.float32)
-    gu = np.empty(gu_c.shape[2], np.float32)
-    act = np.empty(inter, np.float32)
-    sc = np.empty(end, np.float32)
-    for layer in range(qkv_c.shape[0]):
-        _rms_scale(x, ln1[layer], eps, xn)
-        _qgemv(qkv_c[layer], qkv_s[layer], qkv_b[layer], xn, qkv)
-        # RoPE on q and k: features are interleaved (re, im) pairs (see NumpyBackend)
-        for hh in range(n_heads + n_kv):
-            base = hh * hd
-            for j in range(half):
-                re = qkv[base + 2 * j]
-                im = qkv[base + 2 * j + 1]
-                c = cos[off, j]
-                s = sin[off, j]
-                qkv[base + 2 * j] = re * c - im * s
-                qkv[base + 2 * j + 1] = re * s + im * c
-        for kh in range(n_kv):
-            for i in range(hd):
-                kT[layer, kh, i, off] = qkv[nq + kh * hd + i]
-                v[layer, kh, off, i] = qkv[nq + nk + kh * hd + i]
-        for hh in range(n_heads):
-            kh = hh // group
-            for p in range(end):
-                sc[p] = 0.0
-            for i in range(hd):
-                qi = qkv[hh * hd + i]
-                for p in range(end):
-                    sc[p] += qi * kT[layer, kh, i, p]
-            m = sc[0]
-            for p in range(1, end):
-                if sc[p] > m:
-                    m = sc[p]
-            tot = np.float32(0.0)
-            for p in range(end):
-                e = np.exp(sc[p] - m)
-                sc[p] = e
-                tot += e
-            for i in range(hd):
-                att[hh * hd + i] = 0.0
-            for p in range(end):
-                wgt = sc[p] / tot
-                for i in range(hd):
-                    att[hh * hd + i] += wgt * v[layer, kh, p, i]
-        _qgemv(o_c[layer], o_s[layer], o_b[layer], att, tmp)
-        for i in range(d):
-            x[i] += tmp[i]
-        _rms_scale(x, ln2[layer], eps, xn)
-        _qgemv(gu_c[layer], gu_s[layer], gu_b[layer], xn, gu)
-        for i in range(inter):
-            g = gu[i]
-            act[i] = g / (np.float32(1.0) + np.exp(-g)) * gu[inter + i]
-        _qgemv(d_c[layer], d_s[layer], d_b[layer], act, tmp)
-        for i in range(d):
-            x[i] += tmp[i]
-    _rms_scale(x, norm, eps, out)
 
 
 class QuantWeights:
@@ -198,6 +87,7 @@ class NumbaBackend(NumpyBackend):
             ValueError: a matrix the step needs is not quantized, or the group size does not divide it.
         """
         super().__init__(args, weights, capacity, config)
+        self._k = kernels.load()
         h, kvh, hd = self.h, self.kvh, self.hd
         half = hd // 2
         perm = np.empty(hd, np.int64)
@@ -242,7 +132,7 @@ class NumbaBackend(NumpyBackend):
         off = self.offset
         x = self.emb[token].copy()
         out = np.empty(self.d, np.float32)
-        _step(x, off, *self._q, self.norm, self.kT, self.v, self._cos, self._sin, self.h, self.kvh,
+        self._k.step(x, off, *self._q, self.norm, self.kT, self.v, self._cos, self._sin, self.h, self.kvh,
               self._eps, out)
         self.offset = off + 1
         self.hid[off] = out
@@ -253,5 +143,5 @@ class NumbaBackend(NumpyBackend):
         if ids is not None or self.head is None:
             return super().logits(hidden, ids)
         out = np.empty(self.head[0].shape[1], np.float32)
-        _qgemv(*self.head, np.ascontiguousarray(hidden, np.float32), out)
+        self._k.qgemv(*self.head, np.ascontiguousarray(hidden, np.float32), out)
         return out

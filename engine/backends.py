@@ -85,9 +85,9 @@ def default_backend() -> str:
         return forced
     if sys.platform == "darwin" and platform.machine() == "arm64":
         return "mlx"
-    try:
-        import numba  # noqa: F401
-    except ImportError:
+    import importlib.util
+
+    if importlib.util.find_spec("numba") is None:  # not imported here: ~60 MB (engine.kernels)
         log.warning("numba is not installed: using the slower float32 NumPy backend")
         return "numpy"
     return "numba"
@@ -119,6 +119,10 @@ def dequantized_numpy_weights(folder: Path, codes: dict | None = None) -> tuple:
                                            np.array(s.astype(mx.float32)), np.array(b.astype(mx.float32)))
             w = mx.dequantize(w, s, b, group_size=q["group_size"], bits=q["bits"])
         out[name] = np.array(w.astype(mx.float32))
+        del w
+        mx.clear_cache()  # MLX keeps freed buffers for reuse: ~30 MB of peak memory otherwise
+    del weights
+    mx.clear_cache()
     return args, config, out
 
 

@@ -55,7 +55,7 @@ def _numpy_f32(mats, head):
 
 
 def _numba_u8(mats, head):
-    from .backend_numba import _qgemv
+    from .kernels_numba import _qgemv
 
     ts = [q.transposed() for _, _, q in mats]
     ht = head[1].transposed()

@@ -1,0 +1,179 @@
+"""Load the numba backend's kernels: compiled ahead of time when possible, else JIT.
+
+numba's JIT keeps LLVM in the process: importing numba and llvmlite and loading the compiled
+kernels costs ~100-110 MB of resident memory, more than the rest of the server. The same two
+functions (``engine.kernels_numba``) compiled ahead of time into a small extension module
+(numba ``pycc``, ~0.7 MB) run at the same speed without numba in the process.
+
+So: the first start on a machine uses the JIT and, when a C compiler is there, builds the module
+in a background process (``python -m engine.kernels build``, at low priority, ~5 s of CPU) into
+the cache folder (``$LAYA_CACHE_DIR/kernels/<key>``, see ``engine.lexicon_cache.cache_root``); later
+starts load it. The key covers the kernels' source, numba's and Python's versions and this CPU
+(the module is compiled for it), so an upgrade or another machine sharing the home folder never
+loads a stale or foreign build. ``LAYA_AOT=0`` turns all of this off (JIT only).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import importlib.util
+import logging
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+MODULE = "laya_kernels_aot"
+LOCK_STALE_S = 600
+"""A build lock older than this (a build that died) no longer blocks a new build."""
+
+_loaded = None
+_source = "jit"
+
+
+def _cpu_id() -> str:
+    """What the compiled code depends on: the CPU model and its feature flags."""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            lines = [ln for ln in fh if ln.startswith(("model name", "flags", "Features", "CPU part"))]
+        return "".join(sorted(set(lines)))
+    except OSError:
+        return platform.processor() or platform.machine()
+
+
+def _numba_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("numba")
+    except PackageNotFoundError:
+        return "none"
+
+
+def aot_folder() -> Path | None:
+    """Where this machine's ahead-of-time build lives (None: no cache folder)."""
+    from .lexicon_cache import cache_root
+
+    root = cache_root()
+    if root is None:
+        return None
+    src = (Path(__file__).with_name("kernels_numba.py")).read_bytes()
+    key = hashlib.sha1(src + f"|{_numba_version()}|{sys.version}|{platform.machine()}|{_cpu_id()}".encode())
+    return root / "kernels" / key.hexdigest()[:16]
+
+
+def _aot_enabled() -> bool:
+    return os.environ.get("LAYA_AOT", "1") != "0"
+
+
+def _import_built(folder: Path):
+    for path in sorted(folder.glob(f"{MODULE}*")):
+        if path.suffix in (".so", ".pyd"):
+            spec = importlib.util.spec_from_file_location(
+                MODULE, path, loader=importlib.machinery.ExtensionFileLoader(MODULE, str(path)))
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            return mod
+    return None
+
+
+def source() -> str:
+    """``"aot"`` or ``"jit"``: which kernels :func:`load` returned."""
+    return _source
+
+
+def load():
+    """The kernels (an object with ``step`` and ``qgemv``, see ``engine.kernels_numba``).
+
+    Ahead-of-time ones when this machine has a build; otherwise the JIT ones, and (once) a
+    background build is started for the next process. Never raises for a missing or broken
+    build: it logs and falls back to the JIT.
+    """
+    global _loaded, _source
+    if _loaded is not None:
+        return _loaded
+    folder = aot_folder() if _aot_enabled() else None
+    if folder is not None and folder.is_dir():
+        try:
+            mod = _import_built(folder)
+            if mod is not None:
+                _loaded, _source = mod, "aot"
+                log.info("numba kernels: ahead-of-time build %s", folder)
+                return mod
+        except (ImportError, OSError) as e:
+            log.warning("numba kernels: cannot load the build in %s (%s); using the JIT", folder, e)
+    from . import kernels_numba
+
+    _loaded, _source = kernels_numba, "jit"
+    if folder is not None and not folder.is_dir():
+        start_build(folder)
+    return kernels_numba
+
+
+def start_build(folder: Path) -> bool:
+    """Start ``python -m engine.kernels build FOLDER`` in the background (low priority, detached,
+    output to ``FOLDER.log``) unless one is running, one failed before, or there is no C compiler.
+
+    Returns:
+        True when a build was started.
+    """
+    if not (shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")):
+        log.info("numba kernels: no C compiler, so no ahead-of-time build (the JIT costs ~100 MB more memory)")
+        return False
+    lock = folder.with_name(folder.name + ".lock")
+    failed = folder.with_name(folder.name + ".failed")
+    if failed.exists():
+        return False
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        if lock.exists() and time.time() - lock.stat().st_mtime > LOCK_STALE_S:
+            lock.unlink(missing_ok=True)
+        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        os.close(fd)
+    except OSError:
+        return False  # a build is running (or the cache is not writable)
+    cmd = [sys.executable, "-m", "engine.kernels", "build", str(folder)]
+    if hasattr(os, "nice"):
+        cmd = ["nice", "-n", "19", *cmd] if shutil.which("nice") else cmd
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parent.parent),
+                                                       os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    with open(folder.with_name(folder.name + ".log"), "w") as out:
+        subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                         start_new_session=True, env=env)
+    log.info("numba kernels: building ahead of time into %s (background)", folder)
+    return True
+
+
+def build(folder: Path) -> None:
+    """Compile into a temporary sibling of ``folder``, then rename it into place (so a reader
+    never sees half a build). On failure write ``FOLDER.failed`` (no retry for this key)."""
+    from .kernels_numba import build_aot
+
+    lock = folder.with_name(folder.name + ".lock")
+    tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
+    try:
+        tmp.mkdir(parents=True, exist_ok=True)
+        build_aot(tmp, MODULE)
+        os.replace(tmp, folder)
+    except Exception as e:
+        folder.with_name(folder.name + ".failed").write_text(f"{type(e).__name__}: {e}\n")
+        raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        lock.unlink(missing_ok=True)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "build":
+        t0 = time.perf_counter()
+        build(Path(sys.argv[2]))
+        print(f"built in {time.perf_counter() - t0:.1f} s")
+    else:
+        print("usage: python -m engine.kernels build FOLDER", file=sys.stderr)
+        sys.exit(2)

@@ -1,0 +1,160 @@
+"""The numba kernels of the plain-CPU decoder (``engine.backend_numba``), JIT-compiled.
+
+``_qgemv`` is the product of a 6-bit-code matrix with a vector, dequantization fused; ``_step`` is
+one token through every layer. ``engine.kernels`` loads these, or the same functions compiled
+ahead of time into an extension module (``build_aot``), which runs without importing numba or
+LLVM at all: ~100 MB less resident memory in the server.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+@numba.njit(fastmath=True, cache=True, nogil=True)
+def _qgemv(codes_t, scales_t, biases_t, x, out):
+    """``out = dequant(codes, scales, biases) @ x``, all stored transposed: ``codes_t (n_in, n_out)``
+    uint8, ``scales_t/biases_t (n_in / group, n_out)`` float32, ``x (n_in,)`` float32.
+
+    Transposed, the inner loop is an axpy over outputs (no horizontal reduction), which LLVM turns
+    into 8-wide FMAs on AVX2: ~2-3x faster than the row-dot form on this CPU (12 vs 23-35 us for
+    1024x256).
+    """
+    n_in, n_out = codes_t.shape
+    ng = scales_t.shape[0]
+    gs = n_in // ng
+    acc = np.empty(n_out, np.float32)
+    for o in range(n_out):
+        out[o] = 0.0
+    for g in range(ng):
+        for o in range(n_out):
+            acc[o] = 0.0
+        xs = np.float32(0.0)
+        for i in range(g * gs, (g + 1) * gs):
+            xi = x[i]
+            xs += xi
+            for o in range(n_out):
+                acc[o] += np.float32(codes_t[i, o]) * xi
+        for o in range(n_out):
+            out[o] += scales_t[g, o] * acc[o] + biases_t[g, o] * xs
+
+
+@numba.njit(fastmath=True, cache=True, nogil=True)
+def _rms_scale(x, w, eps, out):
+    n = x.shape[0]
+    ss = np.float32(0.0)
+    for i in range(n):
+        ss += x[i] * x[i]
+    r = np.float32(1.0) / np.sqrt(ss / n + eps)
+    for i in range(n):
+        out[i] = x[i] * r * w[i]
+
+
+@numba.njit(fastmath=True, cache=True, nogil=True)
+def _step(x, off, ln1, qkv_c, qkv_s, qkv_b, o_c, o_s, o_b, ln2, gu_c, gu_s, gu_b, d_c, d_s, d_b,
+          norm, kT, v, cos, sin, n_heads, n_kv, eps, out):
+    """One token through every layer. ``x (d,)`` is its embedding (updated in place as the residual
+    stream); keys/values are written at cache position ``off``; ``out`` gets the final normed state."""
+    d = x.shape[0]
+    hd = kT.shape[2]
+    half = hd // 2
+    inter = gu_c.shape[2] // 2
+    nq = n_heads * hd
+    nk = n_kv * hd
+    end = off + 1
+    group = n_heads // n_kv
+    xn = np.empty(d, np.float32)
+    qkv = np.empty(qkv_c.shape[2], np.float32)
+    att = np.empty(nq, np.float32)
+    tmp = np.empty(d, np.float32)
+    gu = np.empty(gu_c.shape[2], np.float32)
+    act = np.empty(inter, np.float32)
+    sc = np.empty(end, np.float32)
+    for layer in range(qkv_c.shape[0]):
+        _rms_scale(x, ln1[layer], eps, xn)
+        _qgemv(qkv_c[layer], qkv_s[layer], qkv_b[layer], xn, qkv)
+        # RoPE on q and k: features are interleaved (re, im) pairs (see NumpyBackend)
+        for hh in range(n_heads + n_kv):
+            base = hh * hd
+            for j in range(half):
+                re = qkv[base + 2 * j]
+                im = qkv[base + 2 * j + 1]
+                c = cos[off, j]
+                s = sin[off, j]
+                qkv[base + 2 * j] = re * c - im * s
+                qkv[base + 2 * j + 1] = re * s + im * c
+        for kh in range(n_kv):
+            for i in range(hd):
+                kT[layer, kh, i, off] = qkv[nq + kh * hd + i]
+                v[layer, kh, off, i] = qkv[nq + nk + kh * hd + i]
+        for hh in range(n_heads):
+            kh = hh // group
+            for p in range(end):
+                sc[p] = 0.0
+            for i in range(hd):
+                qi = qkv[hh * hd + i]
+                for p in range(end):
+                    sc[p] += qi * kT[layer, kh, i, p]
+            m = sc[0]
+            for p in range(1, end):
+                if sc[p] > m:
+                    m = sc[p]
+            tot = np.float32(0.0)
+            for p in range(end):
+                e = np.exp(sc[p] - m)
+                sc[p] = e
+                tot += e
+            for i in range(hd):
+                att[hh * hd + i] = 0.0
+            for p in range(end):
+                wgt = sc[p] / tot
+                for i in range(hd):
+                    att[hh * hd + i] += wgt * v[layer, kh, p, i]
+        _qgemv(o_c[layer], o_s[layer], o_b[layer], att, tmp)
+        for i in range(d):
+            x[i] += tmp[i]
+        _rms_scale(x, ln2[layer], eps, xn)
+        _qgemv(gu_c[layer], gu_s[layer], gu_b[layer], xn, gu)
+        for i in range(inter):
+            g = gu[i]
+            act[i] = g / (np.float32(1.0) + np.exp(-g)) * gu[inter + i]
+        _qgemv(d_c[layer], d_s[layer], d_b[layer], act, tmp)
+        for i in range(d):
+            x[i] += tmp[i]
+    _rms_scale(x, norm, eps, out)
+
+
+F1, F2, F3, F4 = "float32[::1]", "float32[:,::1]", "float32[:,:,::1]", "float32[:,:,:,::1]"
+U2, U3 = "uint8[:,::1]", "uint8[:,:,::1]"
+SIGNATURES = {
+    "qgemv": f"void({U2}, {F2}, {F2}, {F1}, {F1})",
+    "step": (f"void({F1}, int64, {F2}, {U3}, {F3}, {F3}, {U3}, {F3}, {F3}, {F2}, {U3}, {F3}, {F3}, "
+             f"{U3}, {F3}, {F3}, {F1}, {F4}, {F4}, {F2}, {F2}, int64, int64, float32, {F1})"),
+}
+"""Exported names and their exact numba signatures (the arrays ``NumbaBackend`` passes)."""
+
+
+def build_aot(out_dir, module_name: str) -> None:
+    """Compile ``_step`` and ``_qgemv`` ahead of time into ``out_dir/<module_name>*.so`` (numba's
+    ``pycc``, for this machine's CPU: ``target_cpu = "host"``, as the JIT does). Needs a C
+    compiler (``cc``) to link; takes ~4-6 s.
+
+    Raises:
+        Exception: whatever ``pycc`` raises (no compiler, no ``setuptools``, ...).
+    """
+    import warnings
+
+    warnings.simplefilter("ignore")  # pycc is pending deprecation in numba; it still works
+    from numba.pycc import CC
+
+    cc = CC(module_name)
+    cc.output_dir = str(out_dir)
+    cc.target_cpu = "host"
+    cc.verbose = False
+    cc.export("qgemv", SIGNATURES["qgemv"])(_qgemv.py_func)
+    cc.export("step", SIGNATURES["step"])(_step.py_func)
+    cc.compile()
+
+
+qgemv = _qgemv
+step = _step

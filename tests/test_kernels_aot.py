@@ -1,0 +1,83 @@
+"""The numba kernels compiled ahead of time (``engine.kernels``): the same logits as the JIT, and
+a process that loads the build runs without numba or LLVM in memory."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine import kernels
+from engine.backends import make_backend
+from engine.model_io import DEFAULT_MODEL_DIR
+
+pytestmark = pytest.mark.skipif(not (shutil.which("cc") or shutil.which("gcc")), reason="no C compiler")
+
+PROBE = """
+import json, resource, sys
+from engine import kernels
+from engine.backends import make_backend
+from engine.model_io import DEFAULT_MODEL_DIR
+b = make_backend(DEFAULT_MODEL_DIR, "numba", 64)
+h = b.forward([5, 6, 7])
+print(json.dumps({"source": kernels.source(), "numba": "numba" in sys.modules,
+                  "llvmlite": "llvmlite" in sys.modules, "logits": b.logits(h).tolist()}))
+"""
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    root = tmp_path_factory.mktemp("laya-cache")
+    env = dict(os.environ, LAYA_CACHE_DIR=str(root), LAYA_AOT="1")
+    folder = Path(subprocess.run([sys.executable, "-c", "from engine import kernels; print(kernels.aot_folder())"],
+                                 env=env, capture_output=True, text=True, check=True).stdout.strip())
+    subprocess.run([sys.executable, "-m", "engine.kernels", "build", str(folder)], env=env, check=True,
+                   capture_output=True, timeout=300)
+    return env, folder
+
+
+def test_build_lands_whole_and_releases_its_lock(cache):
+    env, folder = cache
+    assert any(p.suffix == ".so" for p in folder.iterdir())
+    assert not folder.with_name(folder.name + ".lock").exists()
+    assert not list(folder.parent.glob(folder.name + ".tmp*"))
+
+
+def test_aot_kernels_match_the_jit_without_numba_in_the_process(cache):
+    env, _ = cache
+    out = json.loads(subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True,
+                                    check=True, timeout=120).stdout)
+    assert out["source"] == "aot"
+    assert not out["numba"] and not out["llvmlite"]
+    jit = json.loads(subprocess.run([sys.executable, "-c", PROBE], env=dict(env, LAYA_AOT="0"),
+                                    capture_output=True, text=True, check=True, timeout=120).stdout)
+    assert jit["source"] == "jit" and jit["numba"]
+    a, b = np.array(out["logits"]), np.array(jit["logits"])
+    assert np.abs(a - b).max() < 1e-3
+    assert a.argmax() == b.argmax()
+
+
+def test_a_broken_build_falls_back_to_the_jit(tmp_path, monkeypatch):
+    """A damaged module in the cache is logged and skipped, never an error for the user."""
+    monkeypatch.setenv("LAYA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(kernels, "_loaded", None)
+    monkeypatch.setattr(kernels, "start_build", lambda folder: False)
+    folder = kernels.aot_folder()
+    folder.mkdir(parents=True)
+    (folder / f"{kernels.MODULE}.cpython-x.so").write_bytes(b"not an ELF file")
+    k = kernels.load()
+    assert kernels.source() == "jit" and hasattr(k, "step")
+    b = make_backend(DEFAULT_MODEL_DIR, "numba", 16)
+    assert np.isfinite(b.logits(b.forward([1, 2]))).all()
+
+
+def test_a_failed_build_is_not_retried(tmp_path, monkeypatch):
+    monkeypatch.setenv("LAYA_CACHE_DIR", str(tmp_path))
+    folder = kernels.aot_folder()
+    folder.parent.mkdir(parents=True)
+    folder.with_name(folder.name + ".failed").write_text("CompileError: no linker\n")
+    assert kernels.start_build(folder) is False
