@@ -660,7 +660,7 @@ class PoolBuilder:
                 ix, val = np.concatenate(ixs), np.concatenate(vals)
                 d, m = _doc_positions(doc_cix, doc_dix, ix)
                 np.add.at(self.doc_base, d[m], val[m])
-                cj, inv = np.unique(ix[~m], return_inverse=True)  # sorted, summed per word
+                cj, inv = _unique_inverse(ix[~m])  # sorted, summed per word
                 cv = np.bincount(inv, weights=val[~m], minlength=len(cj))
         # document / window extras (words): those in the document add to its entries
         new_words, new_scores = [], []
@@ -681,7 +681,7 @@ class PoolBuilder:
         if di:
             np.add.at(self.doc_base, np.asarray(di, np.int64), np.asarray(dv))
         if xj:  # corpus words not in the document that the window mentions
-            cj, inv = np.unique(np.concatenate([cj, np.asarray(xj, np.int64)]), return_inverse=True)
+            cj, inv = _unique_inverse(np.concatenate([cj, np.asarray(xj, np.int64)]))
             cv = np.bincount(inv, weights=np.concatenate([cv, np.asarray(xv)]), minlength=len(cj))
         self.corpus_extra_ix = cj
         self.corpus_extra_v = cv
@@ -717,10 +717,10 @@ class PoolBuilder:
                 parts_word.append((c.words, clo))
             else:
                 # no prefix: the most frequent corpus words plus the context's corpus extras
-                idx = np.union1d(self._top_corpus(size), self.corpus_extra_ix)
+                idx = _unique_inverse(np.concatenate([self._top_corpus(size), self.corpus_extra_ix]))[0]
                 s = c.counts[idx] * (self.weights["cor1"] / c.total)
                 s[np.searchsorted(idx, self.corpus_extra_ix)] += self.corpus_extra_v
-                s[np.isin(idx, doc_cix)] = -1.0
+                s[_in_sorted(idx, doc_cix)] = -1.0
                 parts_score.append(s)
                 parts_first.append(c.first_tokens[idx])
                 parts_word.append((_Indexed(c.words, idx), 0))
@@ -740,6 +740,29 @@ class PoolBuilder:
         part = np.searchsorted(bounds, top, side="right")
         starts = np.concatenate([[0], bounds[:-1]])
         return _LazyWords(parts_word, part, top - starts[part]), score[top], first[top]
+
+
+def _unique_inverse(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(a, return_inverse=True)`` for the small integer arrays of one decision, by
+    sorting: NumPy 2.3's hash-based ``unique`` costs ~50 us a call at these sizes, this ~5-10."""
+    if not len(a):
+        return a.astype(np.int64), np.zeros(0, np.int64)
+    order = np.argsort(a, kind="stable")
+    s = a[order]
+    new = np.empty(len(s), bool)
+    new[0] = True
+    np.not_equal(s[1:], s[:-1], out=new[1:])
+    inv = np.empty(len(a), np.int64)
+    inv[order] = np.cumsum(new) - 1
+    return s[new], inv
+
+
+def _in_sorted(a: np.ndarray, sorted_b: np.ndarray) -> np.ndarray:
+    """``np.isin(a, sorted_b)`` for a sorted ``sorted_b`` (a binary search per element)."""
+    if not len(sorted_b):
+        return np.zeros(len(a), bool)
+    at = np.minimum(np.searchsorted(sorted_b, a), len(sorted_b) - 1)
+    return sorted_b[at] == a
 
 
 def _doc_positions(doc_cix: np.ndarray, doc_dix: np.ndarray, ix: np.ndarray):
