@@ -550,16 +550,16 @@ class PoolBuilder:
         self.weights = dict(weights or WEIGHTS)
         self.confidence = confidence
         self._empty_doc = DocLexicon("")
-        self._window_key = None
-        self._window_scores: list = []
+        self._window_key = self._window_doc = None
+        self._window_split: tuple = ()
         self._window_tot = 0
         self._top: tuple[int, np.ndarray] | None = None
 
     def release(self) -> None:
         """Drop what the last context holds (the document's arrays, window scores, extras), so a
         closed document is not kept alive by the pool; the next :meth:`begin` rebuilds it."""
-        self._window_key = None
-        self._window_scores, self._window_tot = [], 0
+        self._window_key = self._window_doc = None
+        self._window_split, self._window_tot = (), 0
         self.doc = self.arr = None
         self.new_words, self.new_scores, self.new_firsts = [], np.zeros(0), np.zeros(0, np.int64)
         self.corpus_extra_ix, self.corpus_extra_v = np.zeros(0, np.int64), np.zeros(0)
@@ -631,18 +631,20 @@ class PoolBuilder:
 
         add(doc.tri.get(k3s), W["doc3"])
         add(doc.bi.get(k2), W["doc2"])
-        if window is not self._window_key:  # the complete lines' identifiers change once per line
-            self._window_tot = sum(window.values()) if window else 0
-            self._window_scores = [(w, n / self._window_tot) for w, n in window.items()] if window else []
-            self._window_key = window
-        if self._window_scores or line:
-            scale = self._window_tot / (self._window_tot + len(line))
-            for w, v in self._window_scores:
-                extra[w] += W["win"] * v * scale
-            for w in line:
-                extra[w] += W["win"] / (self._window_tot + len(line))
         c = self.corpus
         words, index, counts, ccount, doc_cix, doc_dix, firsts = self.arr
+        if window is not self._window_key or doc is not self._window_doc:
+            # the complete lines' identifiers change once per line, the document's arrays about
+            # once a second: split the window's scores into document positions, corpus indices
+            # and other words once, as arrays, instead of per word start
+            self._window_tot = sum(window.values()) if window else 0
+            self._window_split = self._split_words(
+                [(w, W["win"] * (n / self._window_tot)) for w, n in window.items()] if window else [], index)
+            self._window_key, self._window_doc = window, doc
+        win_scale = self._window_tot / (self._window_tot + len(line)) if self._window_tot else 0.0
+        line_extra: dict[str, float] = defaultdict(float)
+        for w in line:
+            line_extra[w] += W["win"] / (self._window_tot + len(line))
         self.doc_base = (W["doc1"] / max(1, doc.total)) * counts
         # corpus n-gram followers stay in corpus index space (arrays): those in the document are
         # added to its entries, the rest become the corpus extras
@@ -663,9 +665,35 @@ class PoolBuilder:
                 cj, inv = _unique_inverse(ix[~m])  # sorted, summed per word
                 cv = np.bincount(inv, weights=val[~m], minlength=len(cj))
         # document / window extras (words): those in the document add to its entries
-        new_words, new_scores = [], []
+        # (new words keep the order of first mention: n-grams, window, line; ties in the pool
+        # are broken by that order)
+        di, dv, xj, xv, new = self._split_words(extra.items(), index)
+        parts = [(win_scale, self._window_split)] if win_scale else []
+        if line_extra:
+            parts.append((1.0, self._split_words(line_extra.items(), index)))
+        for scale, (pdi, pdv, pxj, pxv, pnew) in parts:
+            di, dv = np.concatenate([di, pdi]), np.concatenate([dv, pdv * scale])
+            xj, xv = np.concatenate([xj, pxj]), np.concatenate([xv, pxv * scale])
+            for w, v in pnew.items():
+                new[w] = new.get(w, 0.0) + v * scale
+        new_words = list(new)
+        new_scores = list(new.values())
+        if len(di):
+            np.add.at(self.doc_base, di, dv)
+        if len(xj):  # corpus words not in the document that the window mentions
+            cj, inv = _unique_inverse(np.concatenate([cj, xj]))
+            cv = np.bincount(inv, weights=np.concatenate([cv, xv]), minlength=len(cj))
+        self.corpus_extra_ix = cj
+        self.corpus_extra_v = cv
+        self.new_words = new_words
+        self.new_scores = np.asarray(new_scores, np.float64)
+        self.new_firsts = np.fromiter((self.first_token(w) for w in new_words), np.int64, len(new_words))
+
+    def _split_words(self, scored, index: dict):
+        """``(word, score)`` pairs split into the document's positions, the corpus's indices and
+        the other words: ``(doc positions, scores, corpus indices, scores, {word: score})``."""
         di, dv, rest, rest_v = [], [], [], []
-        for w, v in extra.items():
+        for w, v in scored:
             i = index.get(w)
             if i is not None:
                 di.append(i)
@@ -673,21 +701,13 @@ class PoolBuilder:
             else:
                 rest.append(w)
                 rest_v.append(v)
-        js = c.words.find_many(rest).tolist() if c is not None else [-1] * len(rest)
+        c = self.corpus
+        js = c.words.find_many(rest).tolist() if c is not None and rest else [-1] * len(rest)
         xj = [j for j in js if j >= 0]
         xv = [v for j, v in zip(js, rest_v) if j >= 0]
-        new_words = [w for j, w in zip(js, rest) if j < 0]
-        new_scores = [v for j, v in zip(js, rest_v) if j < 0]
-        if di:
-            np.add.at(self.doc_base, np.asarray(di, np.int64), np.asarray(dv))
-        if xj:  # corpus words not in the document that the window mentions
-            cj, inv = _unique_inverse(np.concatenate([cj, np.asarray(xj, np.int64)]))
-            cv = np.bincount(inv, weights=np.concatenate([cv, np.asarray(xv)]), minlength=len(cj))
-        self.corpus_extra_ix = cj
-        self.corpus_extra_v = cv
-        self.new_words = new_words
-        self.new_scores = np.asarray(new_scores, np.float64)
-        self.new_firsts = np.fromiter((self.first_token(w) for w in new_words), np.int64, len(new_words))
+        new = {w: v for j, w, v in zip(js, rest, rest_v) if j < 0}
+        return (np.asarray(di, np.int64), np.asarray(dv, np.float64), np.asarray(xj, np.int64),
+                np.asarray(xv, np.float64), new)
 
     def candidates(self, prefix: str, size: int):
         """Pool for a typed prefix: ``(words, prior, first_tokens)``, at most ``size``, best prior first."""

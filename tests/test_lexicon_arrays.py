@@ -110,7 +110,8 @@ def _same_pools(pair_old, pair_new, text: str, with_doc: bool = True) -> int:
             wo, po, fo = pb_old.candidates(prefix, 256)
             wn, pn, fn = pb_new.candidates(prefix, 256)
             assert [wo[i] for i in range(len(wo))] == [wn[i] for i in range(len(wn))], (before[-60:], prefix)
-            assert np.array_equal(po, pn) and np.array_equal(fo, fn), (before[-60:], prefix)
+            # the same sums, added in another order (window scores are pre-split once per line)
+            assert np.allclose(po, pn, rtol=1e-12, atol=0) and np.array_equal(fo, fn), (before[-60:], prefix)
             checked += 1
     return checked
 
