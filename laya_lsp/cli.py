@@ -153,7 +153,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             rpc_in, rpc_out = _claim_stdio()
             log.debug("laya-lsp %s serving on stdio", __version__)
-            server.start_io(rpc_in, rpc_out)
+            from .stdio import start_io
+
+            start_io(server, rpc_in, rpc_out)
     except SystemExit as e:  # pygls exits from the `exit` notification's handler
         code = e.code if isinstance(e.code, int) else 0
     except OSError as e:  # e.g. the TCP port is in use, or the host does not resolve

@@ -1,0 +1,94 @@
+"""Reading JSON-RPC from stdin on the event loop itself, without a thread hop per line.
+
+pygls 2's stdio server reads every header line and every body through
+``loop.run_in_executor`` (``pygls.io_.StdinAsyncReader``): three or four thread hand-offs per
+message, each a wake-up of an executor thread and of the event loop. Profiled with py-spy on the
+2-core dev machine, typing through the server: those hand-offs were the largest share of the
+event loop's busy time. :class:`PipeReader` gives pygls's loop (``pygls.io_.run_async``) the same
+``readline`` / ``readexactly`` interface over an :class:`asyncio.StreamReader` on the stdin pipe.
+
+It is used when stdin is a pipe, socket or terminal on a POSIX system (what every editor
+gives a language server); anything else (a regular file, Windows) keeps pygls's own reader.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import stat
+import sys
+from threading import Event
+from typing import BinaryIO
+
+from pygls.io_ import StdoutWriter, run_async
+
+log = logging.getLogger(__name__)
+
+LINE_LIMIT = 1 << 20
+"""Longest header line accepted (asyncio's default is 64 KiB; headers are tens of bytes)."""
+
+
+class PipeReader:
+    """``readline`` / ``readexactly`` coroutines over an asyncio stream on ``stdin``."""
+
+    def __init__(self, stdin: BinaryIO):
+        self.stdin = stdin
+        self._reader: asyncio.StreamReader | None = None
+
+    async def _stream(self) -> asyncio.StreamReader:
+        if self._reader is None:
+            loop = asyncio.get_running_loop()
+            reader = asyncio.StreamReader(limit=LINE_LIMIT)
+            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), self.stdin)
+            self._reader = reader
+        return self._reader
+
+    async def readline(self) -> bytes:
+        """One line with its ``\\n`` (b"" at end of input), as ``BinaryIO.readline``."""
+        stream = await self._stream()
+        try:
+            return await stream.readline()
+        except ValueError:  # longer than LINE_LIMIT: no LSP header is; drop it and go on
+            log.warning("skipping a header line over %d bytes", LINE_LIMIT)
+            return b"X-Skipped: line too long\r\n"
+
+    async def readexactly(self, n: int) -> bytes:
+        """``n`` bytes, or fewer at end of input (as ``BinaryIO.read(n)``)."""
+        stream = await self._stream()
+        try:
+            return await stream.readexactly(n)
+        except asyncio.IncompleteReadError as e:
+            return e.partial
+
+
+def pipe_capable(stdin: BinaryIO) -> bool:
+    """True when ``stdin`` can be read by the event loop (POSIX pipe, socket or terminal)."""
+    if os.name != "posix":
+        return False
+    try:
+        mode = os.fstat(stdin.fileno()).st_mode
+    except (OSError, ValueError, AttributeError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+
+
+def start_io(server, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+    """Serve ``server`` (a pygls ``LanguageServer``) over stdio, as its ``start_io`` does, but
+    reading with :class:`PipeReader` when :func:`pipe_capable` (else pygls's own reader)."""
+    stdin = stdin or sys.stdin.buffer
+    if not pipe_capable(stdin):
+        server.start_io(stdin, stdout)
+        return
+    server._stop_event = Event()  # what pygls's shutdown() sets to end the loop
+    server.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+    try:
+        asyncio.run(run_async(stop_event=server._stop_event, reader=PipeReader(stdin),
+                              protocol=server.protocol, logger=log,
+                              error_handler=server.report_server_error))
+    except BrokenPipeError:
+        log.error("the client closed the connection; shutting down")
+    except (KeyboardInterrupt, SystemExit):
+        pass  # as pygls's start_io
+    finally:
+        server.shutdown()
