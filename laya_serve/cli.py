@@ -1,6 +1,6 @@
 """``laya serve``: load the model on the engine thread, bind (loopback by default), serve.
 
-``engine/cli.py`` adds the subcommand with :func:`add_arguments` and calls :func:`main`.
+``laya_tools/cli.py`` adds the subcommand with :func:`add_arguments` and calls :func:`main`.
 """
 
 from __future__ import annotations

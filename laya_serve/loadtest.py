@@ -29,7 +29,7 @@ DEFAULT_FILE = Path(__file__).resolve().parent.parent / "engine" / "predictor.py
 def start_server(extra: list[str] | None = None, timeout: float = 120.0) -> tuple[subprocess.Popen, str]:
     """Start ``laya serve --port 0`` and return the process and its base URL (after the bind)."""
     env = dict(os.environ, HF_HUB_OFFLINE="1")
-    proc = subprocess.Popen([sys.executable, "-m", "engine.cli", "serve", "--port", "0", *(extra or [])],
+    proc = subprocess.Popen([sys.executable, "-m", "laya_tools.cli", "serve", "--port", "0", *(extra or [])],
                             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env,
                             cwd=Path(__file__).resolve().parent.parent)
     deadline = time.monotonic() + timeout

@@ -8,7 +8,7 @@ import importlib.util
 import numpy as np
 import pytest
 
-from engine.bench_peers import CACHED, LayaRunner
+from laya_tools.bench_peers import CACHED, LayaRunner
 from engine.model_io import DEFAULT_MODEL_DIR
 from tests.gguf_reference import held_out_ids
 
@@ -32,7 +32,7 @@ def test_laya_runner_rolls_back(kind):
 def test_peers_without_llama_cpp_says_how(tmp_path, capsys):
     if importlib.util.find_spec("llama_cpp") is not None:
         pytest.skip("llama-cpp-python is installed")
-    from engine.cli import main
+    from laya_tools.cli import main
 
     with pytest.raises(SystemExit, match=r"pip install -e '\.\[peers\]'"):
         main(["bench", "--peers", "--out", str(tmp_path)])

@@ -15,11 +15,11 @@ import sys
 
 import pytest
 
-from laya_client.replay import before_cursor
+from laya_tools.replay import before_cursor
 
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1"}
 LSP = [sys.executable, "-m", "laya_lsp"]
-LAYA = [sys.executable, "-m", "engine.cli"]
+LAYA = [sys.executable, "-m", "laya_tools.cli"]
 
 
 def run(cmd: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
@@ -162,7 +162,7 @@ def _undocumented(parser: argparse.ArgumentParser, only: set[str] | None = None)
 
 
 def test_every_argument_has_help():
-    from engine import cli as engine_cli
+    from laya_tools import cli as engine_cli
     from laya_lsp import cli as lsp_cli
 
     assert _undocumented(lsp_cli.build_parser()) == []

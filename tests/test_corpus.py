@@ -4,7 +4,7 @@ from collections import Counter
 
 import pytest
 
-from engine import corpus
+from laya_tools import corpus
 from engine.languages import BY_NAME
 
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.evaluate import Score, WordCompletion, pick_files, score_file, targets
+from laya_tools.evaluate import Score, WordCompletion, pick_files, score_file, targets
 
 
 def test_python_targets_skip_comments_and_strings():
@@ -90,7 +90,7 @@ def test_pick_files_keeps_splits_apart(tmp_path: Path):
 
 
 def test_tune_prior_shift_moves_mass_and_keeps_the_sum():
-    from engine.tune import _shift
+    from laya_tools.tune import _shift
     from engine.lexicon import WEIGHTS
 
     to_doc = _shift(WEIGHTS, True)

@@ -10,8 +10,8 @@ import pytest
 
 gguf = pytest.importorskip("gguf", reason="the gguf package is not installed (pip install -e '.[test]')")
 
-from engine.cli import main as laya  # noqa: E402
-from engine.export_gguf import permute_rope_rows  # noqa: E402
+from laya_tools.cli import main as laya  # noqa: E402
+from laya_tools.export_gguf import permute_rope_rows  # noqa: E402
 from tests.gguf_reference import held_out_ids, laya_logits, read_gguf, reference_logits  # noqa: E402
 
 

@@ -17,8 +17,8 @@ llama_cpp = pytest.importorskip(
     "llama_cpp", reason="llama-cpp-python is not installed (opt-in, ~13 min build: "
                         "CMAKE_ARGS='-DGGML_NATIVE=ON' pip install -e '.[peers]')")
 
-from engine.bench_peers import make_gguf_files  # noqa: E402
-from engine.export_gguf import export_gguf  # noqa: E402
+from laya_tools.bench_peers import make_gguf_files  # noqa: E402
+from laya_tools.export_gguf import export_gguf  # noqa: E402
 from tests.gguf_reference import held_out_ids, laya_logits  # noqa: E402
 
 N = 511  # one llama.cpp context of 512 (the model's window)

@@ -72,7 +72,7 @@ def test_unknown_language_gets_document_words_only(predictor):
 
 def test_server_picks_the_filter_by_language_id():
     """Through the server: ``fmt.Pr`` in a Go document offers Go's names, none of Python's."""
-    from laya_client.replay import ReplayClient
+    from laya_tools.replay import ReplayClient
 
     python_only = {"PrimaryKeyConstraint", "print", "property"}
     c = ReplayClient()

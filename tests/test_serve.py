@@ -162,7 +162,7 @@ def test_latest_wins_per_named_client(server):
 
 
 def test_bad_flags_end_in_one_line():
-    r = subprocess.run([sys.executable, "-m", "engine.cli", "serve", "--port", "70000"],
+    r = subprocess.run([sys.executable, "-m", "laya_tools.cli", "serve", "--port", "70000"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2
     assert r.stderr.strip() == "laya serve: --port must be between 0 and 65535, got 70000"

@@ -7,7 +7,7 @@ import string
 from pathlib import Path
 
 from engine.predictor import Predictor
-from engine.train import TrainConfig, export, train
+from laya_tools.train import TrainConfig, export, train
 
 
 def make_corpus(root: Path) -> Path:

@@ -21,7 +21,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-from laya_client.replay import ReplayClient
+from laya_tools.replay import ReplayClient
 
 SERVER_ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
 SERVER = [sys.executable, "-m", "laya_lsp"]

@@ -7,7 +7,7 @@ timed decisions per runner and size. Every runner does decision ``i`` before any
 llama.cpp Q8_0 on 1 thread.
 
 llama.cpp runs through llama-cpp-python (the opt-in ``peers`` extra, built from source) on the model
-exported by :mod:`engine.export_gguf`: float32 (the 6-bit numbers dequantized) and Q8_0 (quantized
+exported by :mod:`laya_tools.export_gguf`: float32 (the 6-bit numbers dequantized) and Q8_0 (quantized
 by llama.cpp's own ``llama_model_quantize`` from the float32 file), each on 1 and 2 threads.
 Rollback is ``llama_memory_seq_rm`` (``LlamaContext.kv_cache_seq_rm`` in the Python API). Laya's
 backends run ``forward`` + ``logits`` + ``trim``.
@@ -59,7 +59,7 @@ class LayaRunner:
     """A Laya backend (``numpy``, ``numba``) on the shipped model folder."""
 
     def __init__(self, folder: Path, kind: str, capacity: int = 512):
-        from .backends import make_backend
+        from engine.backends import make_backend
 
         self.b = make_backend(folder, kind, capacity)
 
@@ -103,8 +103,8 @@ def run(model: str | None, backends: list[str], warmup: int, runs: int, text: st
         ``({runner: {"+n": summary, "top1_vs_llama_cpp_f32": share}}, {"runner, +n": [seconds]})``.
     """
     from .bench import summary
-    from .model_io import DEFAULT_MODEL_DIR
-    from .tokenizer import load_tokenizer
+    from engine.model_io import DEFAULT_MODEL_DIR
+    from engine.tokenizer import load_tokenizer
 
     try:
         import llama_cpp  # noqa: F401

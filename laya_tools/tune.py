@@ -3,7 +3,7 @@
 Coordinate search: starting from the variant's values, try each option's candidate values in
 turn (``GRID``), keep a change only when it raises keystrokes saved on the language's ``tune``
 files by more than ``MIN_GAIN`` points, and print the resulting ``[language.<name>]`` tables for
-the variant file. Only the ``tune`` split is read (``engine.evaluate.pick_files`` refuses any
+the variant file. Only the ``tune`` split is read (``laya_tools.evaluate.pick_files`` refuses any
 other), so the reported ``eval`` numbers stay untouched by tuning.
 """
 
@@ -82,7 +82,7 @@ def tune_language(predictor, files, name: str, log=print) -> dict:
 
 def main(a) -> int:
     from .evaluate import pick_files
-    from .predictor import Predictor
+    from engine.predictor import Predictor
 
     p = Predictor.load(a.model)
     langs = a.languages.split(",") if a.languages else None

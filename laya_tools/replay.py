@@ -154,10 +154,10 @@ class ReplayClient:
 
 
 def evaluate_through_server(files, model=None, workspace: bool = False):
-    """The ``engine.evaluate`` protocol with every completion asked over LSP stdio.
+    """The ``laya_tools.evaluate`` protocol with every completion asked over LSP stdio.
 
     Args:
-        files: ``engine.evaluate.EvalFile`` list.
+        files: ``laya_tools.evaluate.EvalFile`` list.
         workspace: give each file's package (less the typed files) to the server as its workspace
             folder (a temporary copy), one server per package.
 
@@ -167,7 +167,7 @@ def evaluate_through_server(files, model=None, workspace: bool = False):
     import shutil
     import tempfile
 
-    from engine.evaluate import Score, WordCompletion, score_file, workspace_files
+    from .evaluate import Score, WordCompletion, score_file, workspace_files
 
     scores: dict = {}
     t0 = time.perf_counter()
@@ -288,7 +288,7 @@ def demo(path: str | None = None, model=None, every: int = 40, limit_chars: int 
     import inspect
     import pygls.workspace.text_document as held_out  # a dependency that is in no corpus split
 
-    from engine.evaluate import targets as identifier_targets
+    from .evaluate import targets as identifier_targets
 
     from engine.languages import for_path
 

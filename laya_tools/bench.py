@@ -66,7 +66,7 @@ def time_decisions(predictors: dict, text: str, warmup: int, runs: int) -> dict:
 
 def time_jumps(predictors: dict, text: str, warmup: int, runs: int, keys: int = 10, seed: int = 0) -> dict:
     """In process, no IPC: type ``keys`` characters at random identifier starts (the workload of
-    ``laya_client.bench_jumps``), the predictors interleaved keystroke by keystroke."""
+    ``laya_tools.bench_jumps``), the predictors interleaved keystroke by keystroke."""
     import random
     import re
 
@@ -154,13 +154,13 @@ def write_results(results: dict, series: dict[str, list[float]], out_dir: str) -
 
 
 def main(a) -> int:
-    from .predictor import Predictor
+    from engine.predictor import Predictor
 
     path, text = default_text()
     results: dict = {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "argv": sys.argv[1:], "machine": machine(),
                      "workload": path}
     series: dict[str, list[float]] = {}
-    if getattr(a, "peers", False):  # the model step against llama.cpp (engine/bench_peers.py) only
+    if getattr(a, "peers", False):  # the model step against llama.cpp (laya_tools/bench_peers.py) only
         from . import bench_peers
 
         names = [n.strip() for n in a.backends.split(",") if n.strip() and n.strip() != "mlx"]
@@ -169,7 +169,7 @@ def main(a) -> int:
         return 0
     if getattr(a, "kernels", False):
         from . import bench_kernels
-        from .model_io import DEFAULT_MODEL_DIR
+        from engine.model_io import DEFAULT_MODEL_DIR
 
         results["kernels"] = bench_kernels.main(a.model or DEFAULT_MODEL_DIR)
     names = [n.strip() for n in a.backends.split(",") if n.strip()]
@@ -203,7 +203,7 @@ def main(a) -> int:
         results["peak_rss_mb"] = rss
         predictors.clear()
     if a.lsp:
-        from laya_client.replay import bench_round_trip
+        from laya_tools.replay import bench_round_trip
 
         rt = bench_round_trip(text, a.warmup, a.runs, a.model)
         results["lsp"] = {"typing": summary(rt["typing"]), **{k: v for k, v in rt.items() if k != "typing"}}
@@ -232,8 +232,8 @@ def main(a) -> int:
             print(f"  p{q} before / after: {np.percentile(b, q) / np.percentile(f, q):.2f}x")
         del before, after, pj
 
-        from laya_client.bench_jumps import bench_jumps
-        from laya_client.replay import pct as lpct
+        from laya_tools.bench_jumps import bench_jumps
+        from laya_tools.replay import pct as lpct
 
         servers = {"before (numpy, whole window)": ({"backend": "numpy"}, {"LAYA_FAST_PATH": "0"}),
                    "after (default)": (None, None)}

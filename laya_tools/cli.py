@@ -25,7 +25,7 @@ def _cmd_corpus(a) -> int:
         if not tok_path.exists():
             tok_path = Path(a.checkpoint) / "tokenizer.json"
         if tok_path.exists():
-            from .tokenizer import load_tokenizer
+            from engine.tokenizer import load_tokenizer
 
             corpus.count_tokens(Path(a.out), packages, load_tokenizer(tok_path))
         totals = {split: sum(p.tokens for p in packages if p.split == split) for split in ("train", "eval")}
@@ -63,7 +63,7 @@ def _cmd_export(a) -> int:
         return 2
     from .train import export
 
-    from .config import load_variant
+    from engine.config import load_variant
 
     cfg = load_variant(a.variant)
     bits = a.bits if a.bits is not None else cfg.bits
@@ -73,9 +73,9 @@ def _cmd_export(a) -> int:
 
 
 def _cmd_complete(a) -> int:
-    from .predictor import Predictor
+    from engine.predictor import Predictor
 
-    from .model_io import ModelLoadError
+    from engine.model_io import ModelLoadError
 
     try:
         text = Path(a.file).read_text("utf-8") if a.file else sys.stdin.read()
@@ -96,7 +96,7 @@ def _cmd_complete(a) -> int:
     if a.n < 1:
         print(f"laya complete: -n {a.n}: give how many candidates to print (1 or more)", file=sys.stderr)
         return 2
-    from .languages import for_path
+    from engine.languages import for_path
 
     # the file's own identifiers, as the server does for open files; its language by extension
     language = for_path(a.file).name if a.file else "python"
@@ -107,7 +107,7 @@ def _cmd_complete(a) -> int:
 
 
 def _cmd_demo(a) -> int:
-    from laya_client.replay import demo
+    from laya_tools.replay import demo
 
     if a.file:
         try:
@@ -116,8 +116,8 @@ def _cmd_demo(a) -> int:
             print(f"laya demo: cannot read {a.file}: {e}", file=sys.stderr)
             return 2
     if a.model:  # the server would fall back to the shipped model: check the one asked for first
-        from .model_io import ModelLoadError
-        from .predictor import Predictor
+        from engine.model_io import ModelLoadError
+        from engine.predictor import Predictor
 
         try:
             Predictor.load(a.model)
@@ -128,9 +128,37 @@ def _cmd_demo(a) -> int:
 
 
 def _cmd_eval(a) -> int:
-    from . import evaluate
+    """``laya eval``: in process (``laya_tools.evaluate``) or through the server (``laya_tools.replay``)."""
+    from engine.predictor import Predictor
 
-    return evaluate.main(a)
+    from .evaluate import evaluate_in_process, pick_files, pool_recall, report
+
+    files = pick_files(Path(a.corpus), a.files, a.max_chars, seed=a.seed, split=a.split,
+                       languages=a.languages.split(",") if a.languages else None)
+    if not files:
+        print(f"no {a.split} files under {a.corpus}/{a.split}: run `laya corpus` first", file=sys.stderr)
+        return 2
+    p = Predictor.load(a.model)
+    p.warmup()
+    nchars = sum(len(f.text) for f in files)
+    print(f"{a.split} files: {len(files)} ({nchars} chars): " + ", ".join(f"{f.language}:{f.name}" for f in files))
+    modes = {"without workspace": False, "with workspace": True}
+    if a.workspace == "off":
+        modes = {"without workspace": False}
+    elif a.workspace == "only":
+        modes = {"with workspace": True}
+    for title, ws in modes.items():
+        if a.through_server:
+            from .replay import evaluate_through_server
+
+            scores, secs = evaluate_through_server(files, model=a.model, workspace=ws)
+            where = "through the LSP server (stdio)"
+        else:
+            scores, secs = evaluate_in_process(files, p, workspace=ws)
+            where = "in process"
+        print(f"\nkeystrokes saved and next-identifier accuracy, {title}, {where}, {secs:.0f} s")
+        print(report(scores, pool_recall(files, p) if not ws else None))
+    return 0
 
 
 def _cmd_tune(a) -> int:

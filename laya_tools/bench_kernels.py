@@ -25,14 +25,14 @@ import numpy as np
 
 
 def _matrices(folder):
-    from .backends import dequantized_numpy_weights
+    from engine.backends import dequantized_numpy_weights
 
     codes: dict = {}
     args, config, weights = dequantized_numpy_weights(folder, codes)
     mats = []  # (name, float32 (out, in), QuantWeights)
     for i in range(args.num_hidden_layers):
         p = f"model.layers.{i}."
-        from .backend_numba import QuantWeights
+        from engine.backend_numba import QuantWeights
 
         groups = {"qkv": ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"], "o": ["self_attn.o_proj"],
                   "gate_up": ["mlp.gate_proj", "mlp.up_proj"], "down": ["mlp.down_proj"]}
@@ -55,7 +55,7 @@ def _numpy_f32(mats, head):
 
 
 def _numba_u8(mats, head):
-    from .kernels_numba import _qgemv
+    from engine.kernels_numba import _qgemv
 
     ts = [q.transposed() for _, _, q in mats]
     ht = head[1].transposed()

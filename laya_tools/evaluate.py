@@ -223,7 +223,7 @@ def workspace_files(f: EvalFile, typed: set[str]) -> list[tuple[str, str]]:
     """``(relative path, text)`` of the workspace for ``f``: its package's other source files of
     its language, less every file being typed (``typed``: ``package/path`` names)."""
     from .corpus import read_text
-    from .languages import BY_NAME
+    from engine.languages import BY_NAME
 
     lang = BY_NAME[f.language]
     out = []
@@ -296,34 +296,3 @@ def report(scores: dict[str, tuple[Score, Score]], recall: dict[str, float] | No
         lines.append(eng.row("  laya"))
         lines.append(base.row("  word completion"))
     return "\n".join(lines)
-
-
-def main(a) -> int:
-    from .predictor import Predictor
-
-    files = pick_files(Path(a.corpus), a.files, a.max_chars, seed=a.seed, split=a.split,
-                       languages=a.languages.split(",") if a.languages else None)
-    if not files:
-        print(f"no {a.split} files under {a.corpus}/{a.split}: run `laya corpus` first", file=sys.stderr)
-        return 2
-    p = Predictor.load(a.model)
-    p.warmup()
-    nchars = sum(len(f.text) for f in files)
-    print(f"{a.split} files: {len(files)} ({nchars} chars): " + ", ".join(f"{f.language}:{f.name}" for f in files))
-    modes = {"without workspace": False, "with workspace": True}
-    if a.workspace == "off":
-        modes = {"without workspace": False}
-    elif a.workspace == "only":
-        modes = {"with workspace": True}
-    for title, ws in modes.items():
-        if a.through_server:
-            from laya_client.replay import evaluate_through_server
-
-            scores, secs = evaluate_through_server(files, model=a.model, workspace=ws)
-            where = "through the LSP server (stdio)"
-        else:
-            scores, secs = evaluate_in_process(files, p, workspace=ws)
-            where = "in process"
-        print(f"\nkeystrokes saved and next-identifier accuracy, {title}, {where}, {secs:.0f} s")
-        print(report(scores, pool_recall(files, p) if not ws else None))
-    return 0

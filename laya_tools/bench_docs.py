@@ -10,8 +10,8 @@ client), printed, never asserted:
   cursor) in a 20 KB file against one in a 5 MB file, two servers side by side, interleaved
   keystroke by keystroke so background load hits both alike (seed method: 100 warm-up, 1000 timed).
 
-Run: ``.venv/bin/python -m laya_client.bench_docs memory --languages 1`` (or ``6``), and
-``.venv/bin/python -m laya_client.bench_docs docsize``.
+Run: ``.venv/bin/python -m laya_tools.bench_docs memory --languages 1`` (or ``6``), and
+``.venv/bin/python -m laya_tools.bench_docs docsize``.
 """
 
 from __future__ import annotations
@@ -179,7 +179,7 @@ def bench_doc_size(warmup: int = 100, runs: int = 1000, small_chars: int = 20_00
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m laya_client.bench_docs")
+    ap = argparse.ArgumentParser(prog="python -m laya_tools.bench_docs")
     ap.add_argument("what", choices=["memory", "docsize"])
     ap.add_argument("--languages", type=int, default=1, help="memory: languages open (1-6)")
     ap.add_argument("--edits", type=int, default=10_000)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import _blas
+from engine import _blas
 
 _blas.preload()
 
@@ -29,9 +29,11 @@ import mlx.nn as nn  # noqa: E402
 import mlx.optimizers as optim  # noqa: E402
 from mlx.utils import tree_flatten, tree_unflatten  # noqa: E402
 
-from . import corpus, tokenizer as tok_mod  # noqa: E402
-from .model import Model, ModelArgs  # noqa: E402
-from .model_io import save_model_folder  # noqa: E402
+from . import corpus  # noqa: E402
+
+from engine import tokenizer as tok_mod
+from engine.model import Model, ModelArgs  # noqa: E402
+from engine.model_io import save_model_folder  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -336,7 +338,7 @@ def export(ckpt_dir: Path, out_dir: Path, bits: int = 6, group_size: int = 64,
 
 def write_lexicon(corpus_dir: Path, out_dir: Path) -> None:
     """Count each language of the training split into ``out_dir/lexicon-<language>.npz``."""
-    from .lexicon import CorpusLexicon
+    from engine.lexicon import CorpusLexicon
 
     tok = tok_mod.load_tokenizer(out_dir / "tokenizer.json")
     for lang, texts in sorted(corpus.read_split_by_language(corpus_dir, "train").items()):

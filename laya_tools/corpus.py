@@ -38,7 +38,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .languages import BY_NAME, Language
+from engine.languages import BY_NAME, Language
 
 log = logging.getLogger(__name__)
 

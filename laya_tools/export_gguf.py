@@ -124,8 +124,8 @@ def export_gguf(folder: Path | None, out: Path, gguf_type: str = "f32") -> Path:
     except ImportError as e:
         raise ImportError("laya export --gguf needs the gguf package: pip install -e '.[peers]' "
                           "(or pip install gguf)") from e
-    from .backends import dequantized_numpy_weights
-    from .model_io import DEFAULT_MODEL_DIR
+    from engine.backends import dequantized_numpy_weights
+    from engine.model_io import DEFAULT_MODEL_DIR
 
     folder = Path(folder) if folder else DEFAULT_MODEL_DIR
     args, config, weights = dequantized_numpy_weights(folder)
