@@ -24,7 +24,6 @@ All methods must run on one thread (``engine.worker.EngineThread``): MLX state i
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from pathlib import Path
@@ -39,14 +38,15 @@ from .model_io import ModelLoadError
 from .text import word_prefix
 from .tokenizer import EOS, load_tokenizer
 from .types import Candidate
-from .window_cache import CHUNK_TOKENS, FAST_MIN_NEW, SHORT_TOKENS, PendingWindow, WindowStore, common_prefix
+from .continuation import MAX_WORD_TOKENS, continue_line, line_is_open, without_suffix
+from .kv_sync import KVSync
+from .scoring import with_neural_cache
+from .window_cache import CHUNK_TOKENS
 
 log = logging.getLogger(__name__)
 
 FIRST_CACHE_MAX = 20000
 """Most words whose first BPE token is cached (cleared when full and on ``reset``)."""
-MAX_WORD_TOKENS = 24
-"""Longest identifier (in tokens) that gets a rest-of-line continuation (longer ones: none)."""
 
 
 def kv_capacity(cfg: EngineConfig) -> int:
@@ -88,12 +88,9 @@ class Predictor:
         self.eos = tokenizer.token_to_id(EOS)
         self.window = ContextWindow(LineCache(tokenizer), self.eos, config.max_context_tokens,
                                     config.min_context_tokens)
-        self.cached: list[int] = []  # tokens in the KV cache; invariant: len == backend.offset
-        self.windows = WindowStore()  # KV caches of windows left by a jump (engine.window_cache)
-        self._pending: PendingWindow | None = None  # full window being prefilled behind a short one
-        # answer from a short window when a decision needs a long prefill (LAYA_FAST_PATH=0: off,
-        # for side-by-side benchmarks against the whole-window behaviour)
-        self.fast_path = os.environ.get("LAYA_FAST_PATH", "1") != "0"
+        self.stats = {"forward_tokens": 0, "decisions": 0, "reused": 0, "shifts": 0, "short_windows": 0,
+                      "stored_windows": 0, "background_tokens": 0}
+        self.kv = KVSync(backend, config.context_shift, self.stats)  # the KV cache and its tokens
         # finish that full window on keystrokes that need no forward pass; the server turns this
         # off and calls ``advance`` when the engine thread is idle (``engine.worker``) instead
         self.advance_on_keystroke = True
@@ -105,14 +102,41 @@ class Predictor:
         self._first_known = np.zeros(tokenizer.get_vocab_size(), bool)
         self.pool = self._pool_for(BY_NAME["python"] if "python" in self.lexicons else UNKNOWN)
         self._first_cache: dict[str, int] = {}
-        self._line_cache: dict[tuple, str] = {}
+        self._line_cache: dict[str, str] = {}
         self._pool_doc: DocLexicon | None = None
         self._ctx_text: str | None = None
         vocab = tokenizer.get_vocab()
         self._id_to_text = {i: t for t, i in vocab.items()}
-        self.window.alternates = self.windows.windows  # coming back keeps a stored window's start
-        self.stats = {"forward_tokens": 0, "decisions": 0, "reused": 0, "shifts": 0, "short_windows": 0,
-                      "stored_windows": 0, "background_tokens": 0}
+        self.window.alternates = self.kv.windows.windows  # coming back keeps a stored window's start
+
+    # the KV-cache state lives in ``self.kv`` (engine.kv_sync); these read it
+    @property
+    def cached(self) -> list[int]:
+        """Tokens in the KV cache."""
+        return self.kv.cached
+
+    @property
+    def windows(self):
+        """Stored windows' KV caches (``engine.window_cache.WindowStore``)."""
+        return self.kv.windows
+
+    @property
+    def _pending(self):
+        return self.kv.pending
+
+    @property
+    def fast_path(self) -> bool:
+        """Answer from a short window after a jump (``LAYA_FAST_PATH=0``: off)."""
+        return self.kv.fast_path
+
+    @fast_path.setter
+    def fast_path(self, on: bool) -> None:
+        self.kv.fast_path = on
+
+    def advance(self, max_tokens: int = CHUNK_TOKENS) -> bool:
+        """Prefill more of the full window behind a short one (``KVSync.advance``); True while
+        there is more to do. The server calls it when the engine thread is idle."""
+        return self.kv.advance(max_tokens)
 
     # ----------------------------------------------------------------- loading
     @classmethod
@@ -177,10 +201,7 @@ class Predictor:
         first tokens, continuations, the pools' last context) and free MLX's buffer cache."""
         import mlx.core as mx
 
-        self.backend.reset()
-        self.cached = []
-        self.windows.clear()
-        self._pending = None
+        self.kv.reset()
         self.window.reset()
         self._ctx = None
         self._ctx_text = None
@@ -301,94 +322,6 @@ class Predictor:
             self.reset()
 
     # ----------------------------------------------------------------- decision
-    def _sync(self, ctx: list[int]) -> np.ndarray:
-        """Make the KV cache hold ``ctx`` (or, right after a jump, its last tokens: the short
-        window, see ``engine.window_cache``); return the hidden state after its last token."""
-        pend = self._pending
-        if pend is not None:
-            if pend.done:  # the full window is ready: it replaces the short one
-                self.backend.swap(pend.state)
-                self.cached = pend.cached
-                self._pending = None
-            elif len(ctx) > pend.start and ctx[: pend.start] == pend.head:
-                return self._sync_tokens(ctx[pend.start :], fast=False)
-            else:  # moved away before it was done: keep what it has, to come back to
-                if len(pend.cached) >= 64:
-                    self.windows.put(pend.cached, pend.state)
-                self._pending = None
-                self.backend.reset()
-                self.cached = []
-        return self._sync_tokens(ctx, fast=self.fast_path)
-
-    def _sync_tokens(self, ctx: list[int], fast: bool) -> np.ndarray:
-        """Make the KV cache hold exactly ``ctx``; return the hidden state after its last token.
-
-        With ``fast``, a sync that would prefill more than ``FAST_MIN_NEW`` tokens first looks for
-        a stored window sharing a longer prefix, else prefills only the last ``SHORT_TOKENS`` and
-        leaves the full window to :meth:`advance`.
-        """
-        cached = self.cached
-        n = min(len(cached), len(ctx))
-        lcp = 0
-        if cached[:n] == ctx[:n]:
-            lcp = n
-        else:
-            while lcp < n and cached[lcp] == ctx[lcp]:
-                lcp += 1
-        if self.config.context_shift and lcp < len(ctx) // 2 and len(cached) > 64:
-            d = _find_shift(cached, ctx)
-            if d:
-                self.backend.shift(d)
-                del cached[:d]
-                self.stats["shifts"] += 1
-                return self._sync_tokens(ctx, fast)
-        if fast and len(ctx) - lcp > FAST_MIN_NEW:
-            # a stored window that leaves at most FAST_MIN_NEW tokens to prefill, else the short one
-            hit = self.windows.take(ctx, at_least=max(lcp + 1, len(ctx) - FAST_MIN_NEW))
-            if len(cached) >= 64:  # keep the window being left, to come back to
-                self.windows.put(cached, self.backend.swap(hit[1] if hit else None))
-                self.stats["stored_windows"] += 1
-            elif hit:
-                self.backend.swap(hit[1])
-            else:
-                self.backend.reset()
-            cached = self.cached = hit[0] if hit else []
-            if hit is None:  # answer from the short window now (the cache is empty)
-                start = len(ctx) - SHORT_TOKENS
-                self._pending = PendingWindow(list(ctx), ctx[:start])
-                self.stats["short_windows"] += 1
-                return self._sync_tokens(ctx[start:], fast=False)
-            lcp = common_prefix(cached, ctx)
-        if lcp == len(ctx):
-            lcp -= 1  # need the hidden state of the last context token: recompute it
-        if lcp < len(cached):
-            self.backend.trim(len(cached) - lcp)
-            del cached[lcp:]
-        new = ctx[lcp:]
-        h = self.backend.forward(new)
-        cached.extend(new)
-        self.stats["forward_tokens"] += len(new)
-        return h
-
-    def advance(self, max_tokens: int = CHUNK_TOKENS) -> bool:
-        """Prefill up to ``max_tokens`` more of the full window behind a short one (see
-        :meth:`_sync`); the next decision uses it once complete. Runs on the engine thread between
-        decisions (``predict`` calls it on keystrokes that need no forward pass).
-
-        Returns:
-            True while there is more to do.
-        """
-        pend = self._pending
-        if pend is None or pend.done:
-            return False
-        live = self.backend.swap(pend.state)
-        chunk = pend.ctx[len(pend.cached) : len(pend.cached) + max_tokens]
-        self.backend.forward(chunk)
-        pend.cached.extend(chunk)
-        pend.state = self.backend.swap(live)
-        self.stats["background_tokens"] += len(chunk)
-        return not pend.done
-
     def _begin_pool(self, ctx_text: str, doc: DocLexicon | None) -> None:
         """Prepare the candidate filter for the word starting after ``ctx_text`` (whose window
         :meth:`ContextWindow.tokens` has just computed)."""
@@ -452,12 +385,12 @@ class Predictor:
             if self.advance_on_keystroke:
                 self.advance()  # no new context this keystroke: finish the full window instead
             if self._pending.done:
-                self._hidden = None  # and switch to it now (``_sync``)
+                self._hidden = None  # and switch to it now (``KVSync.sync``)
         if ctx == self._ctx and self._hidden is not None and doc is self._pool_doc:
             self.stats["reused"] += 1
         else:
             if ctx != self._ctx or self._hidden is None:
-                self._hidden = self._sync(ctx)
+                self._hidden = self.kv.sync(ctx)
                 self._ctx = ctx
                 self._first_known[:] = False
                 self._line_cache.clear()
@@ -473,7 +406,8 @@ class Predictor:
             if not self._first_known[0]:
                 lg = self.backend.logits(self._hidden)
                 # log-probabilities (a mixture of two normalised distributions): log Z = 0
-                self._first_logits[:] = self._with_cache_pointer(lg, self.cached)
+                self._first_logits[:] = with_neural_cache(lg, self.backend.hid, self._hidden, self.cached,
+                                                          cfg.cache_weight, cfg.cache_theta)
                 self._log_z = 0.0
                 self._first_known[:] = True
         else:
@@ -507,100 +441,21 @@ class Predictor:
                 out.append(Candidate(w, float(score[i]), "keyword" if w in lang.keywords else "identifier"))
                 if len(out) >= max_items:
                     break
-        if want_line and out and self.config.line_max_tokens > 0 and _line_is_open(suffix):
-            line = _without_suffix(self._continuation(ctx, out[0].text, stop), suffix)
+        if want_line and out and self.config.line_max_tokens > 0 and line_is_open(suffix):
+            line = without_suffix(self._continuation(out[0].text, stop), suffix)
             if line and line != out[0].text:
                 out.insert(1, Candidate(line, out[0].score - 1e-3, "line"))
                 if len(out) > max(2, max_items):
                     del out[max(2, max_items):]
         return out
 
-    def _with_cache_pointer(self, logits: np.ndarray, ctx: list[int]) -> np.ndarray:
-        """Mix in a neural cache (Grave et al. 2017, "Improving neural language models with a
-        continuous cache"): positions of the window whose hidden state resembles the current one
-        vote for the token that followed them. ``ctx``: the tokens in the KV cache (the window, or
-        the short window right after a jump). Returns log-probabilities."""
-        cfg = self.config.for_language(self.language.name)
-        lam = cfg.cache_weight
-        hid = self.backend.hid
-        n = len(ctx) - 1
-        m = logits.max()
-        e = np.exp(logits - m)
-        z = e.sum()
-        if lam <= 0 or n < 2:
-            return logits - m - np.log(z)
-        sims = hid[:n] @ self._hidden * cfg.cache_theta
-        sims = np.exp(sims - sims.max())
-        p_cache = np.bincount(np.asarray(ctx[1 : n + 1]), weights=sims, minlength=len(logits))
-        p_cache *= lam / p_cache.sum()
-        e *= (1 - lam) / z
-        e += p_cache
-        e += 1e-12
-        return np.log(e)
-
-    def _continuation(self, ctx: list[int], word: str, stop=None) -> str:
-        """``word`` plus greedy tokens to the end of the line (at most ``line_max_tokens``)."""
-        key = (word,)
-        hit = self._line_cache.get(key)
+    def _continuation(self, word: str, stop=None) -> str:
+        """``word`` plus greedy tokens to the end of the line (cached per context and word)."""
+        hit = self._line_cache.get(word)
         if hit is not None:
             return hit
-        ids = self.tok.encode(word).ids
-        if len(ids) > MAX_WORD_TOKENS or len(self.cached) + len(ids) + 1 > self.backend.capacity:
-            return word  # a very long identifier: no room planned for its continuation
-        n_ctx = len(self.cached)
-        h = self.backend.forward(ids)
-        self.cached.extend(ids)
-        out: list[int] = []
-        budget = min(self.config.line_max_tokens, self.backend.capacity - len(self.cached) - 1)
-        complete = True
-        for _ in range(max(0, budget)):
-            if stop is not None and stop.is_set():
-                complete = False
-                break
-            lg = self.backend.logits(h)
-            t = int(np.argmax(lg))
-            # confidence of the greedy token: p = 1 / sum(exp(logits - max))
-            if 1.0 / np.exp(lg - lg[t]).sum() < self.config.line_min_prob:
-                break
-            text = self._id_to_text.get(t, "")
-            if t == self.eos or "Ċ" in text:  # "Ċ" is the byte-level symbol of "\n"
-                break
-            out.append(t)
-            h = self.backend.forward([t])
-            self.cached.append(t)
-        self.stats["forward_tokens"] += len(ids) + len(out)
-        # roll the continuation back out of the cache; the context stays
-        self.backend.trim(len(self.cached) - n_ctx)
-        del self.cached[n_ctx:]
-        line = word + self.tok.decode(out) if out else word
-        line = line.rstrip()
+        line, complete = continue_line(self.kv, self.tok, word, self.config.line_max_tokens,
+                                       self.config.line_min_prob, self.eos, self._id_to_text, stop)
         if complete:
-            self._line_cache[key] = line
+            self._line_cache[word] = line
         return line
-
-
-def _find_shift(cached: list[int], ctx: list[int], probe: int = 32) -> int:
-    """Smallest ``d > 0`` with ``cached[d:d+probe] == ctx[:probe]`` (the window slid by ``d``), or 0."""
-    m = min(probe, len(ctx), len(cached))
-    head = ctx[:m]
-    first = head[0] if head else None
-    for d in range(1, len(cached) - m // 2):
-        if cached[d] == first and cached[d : d + m] == head[: len(cached) - d]:
-            return d
-    return 0
-
-
-def _without_suffix(line: str, suffix: str | None) -> str:
-    """Drop the end of a continuation that the rest of the line already has (e.g. a ``)``)."""
-    rest = (suffix or "").split("\n", 1)[0].strip()
-    if rest and line.endswith(rest):
-        line = line[: -len(rest)].rstrip()
-    return line
-
-
-def _line_is_open(suffix: str | None) -> bool:
-    """True when the rest of the cursor's line is empty or only closing brackets/quotes."""
-    if not suffix:
-        return True
-    rest = suffix.split("\n", 1)[0]
-    return all(c in ")]}'\" \t:;," for c in rest)

@@ -32,7 +32,6 @@ from __future__ import annotations
 import logging
 import random
 import re
-import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field

@@ -12,6 +12,7 @@ from engine.predictor import Predictor
 from engine.text import word_prefix
 from engine.tokenizer import load_tokenizer
 from engine.worker import EngineThread
+from engine.scoring import with_neural_cache
 
 SOURCE = Path(textwrap.__file__).read_text()  # a real module nobody here wrote
 
@@ -193,7 +194,8 @@ def test_neural_cache_gives_a_distribution(pred):
     text = SOURCE[:3000]
     pred.predict(text)
     logits = pred.backend.logits(pred._hidden)
-    logp = pred._with_cache_pointer(logits, pred._ctx)
+    cfg = pred.config
+    logp = with_neural_cache(logits, pred.backend.hid, pred._hidden, pred._ctx, cfg.cache_weight, cfg.cache_theta)
     assert abs(np.log(np.exp(logp).sum())) < 1e-3
     # the cache moves probability toward tokens that followed similar positions in the window
     plain = logits - logits.max() - np.log(np.exp(logits - logits.max()).sum())

@@ -1,0 +1,160 @@
+"""Keeping the backend's KV cache in step with the decision's context window.
+
+``KVSync.sync(ctx)`` makes the KV cache hold the token list ``ctx`` at the least cost: it keeps the
+longest common prefix with what is cached and prefills the rest (a rollback on deletion is a
+trim); when the window slid, it shifts the cache (``context_shift``) instead of a re-prefill;
+after a jump or a paste it answers from a short window and prefills the full one later
+(:meth:`KVSync.advance`), keeping the windows it leaves in a :class:`WindowStore` to come back to
+(``engine.window_cache``). Engine thread only, like every model call.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .window_cache import CHUNK_TOKENS, FAST_MIN_NEW, SHORT_TOKENS, PendingWindow, WindowStore, common_prefix
+
+
+class KVSync:
+    """The KV cache of one backend and the token list it holds (``cached``)."""
+
+    def __init__(self, backend, context_shift: bool = True, stats: dict | None = None):
+        """
+        Args:
+            backend: the decoder (``engine.backends.Backend``).
+            context_shift: shift the cache when the window slid (``EngineConfig.context_shift``).
+            stats: counters to update (``forward_tokens``, ``shifts``, ``short_windows``,
+                ``stored_windows``, ``background_tokens``).
+        """
+        self.backend = backend
+        self.context_shift = context_shift
+        self.stats = stats if stats is not None else {}
+        for k in ("forward_tokens", "shifts", "short_windows", "stored_windows", "background_tokens"):
+            self.stats.setdefault(k, 0)
+        self.cached: list[int] = []  # tokens in the KV cache; invariant: len == backend.offset
+        self.windows = WindowStore()  # KV caches of windows left by a jump (engine.window_cache)
+        self.pending: PendingWindow | None = None  # full window being prefilled behind a short one
+        # answer from a short window when a decision needs a long prefill (LAYA_FAST_PATH=0: off,
+        # for side-by-side benchmarks against the whole-window behaviour)
+        self.fast_path = os.environ.get("LAYA_FAST_PATH", "1") != "0"
+
+    def reset(self) -> None:
+        """Empty the KV cache, the stored windows and any pending full window."""
+        self.backend.reset()
+        self.cached = []
+        self.windows.clear()
+        self.pending = None
+
+    def extend(self, tokens: list[int]) -> np.ndarray:
+        """Run ``tokens`` after the cached ones (e.g. a continuation); returns the last hidden state.
+        Undo with :meth:`rollback`."""
+        h = self.backend.forward(tokens)
+        self.cached.extend(tokens)
+        return h
+
+    def rollback(self, n: int) -> None:
+        """Trim the cache back to its first ``n`` tokens."""
+        if len(self.cached) > n:
+            self.backend.trim(len(self.cached) - n)
+            del self.cached[n:]
+
+    def sync(self, ctx: list[int]) -> np.ndarray:
+        """Make the KV cache hold ``ctx`` (or, right after a jump, its last tokens: the short
+        window, see ``engine.window_cache``); return the hidden state after its last token."""
+        pend = self.pending
+        if pend is not None:
+            if pend.done:  # the full window is ready: it replaces the short one
+                self.backend.swap(pend.state)
+                self.cached = pend.cached
+                self.pending = None
+            elif len(ctx) > pend.start and ctx[: pend.start] == pend.head:
+                return self._sync_tokens(ctx[pend.start :], fast=False)
+            else:  # moved away before it was done: keep what it has, to come back to
+                if len(pend.cached) >= 64:
+                    self.windows.put(pend.cached, pend.state)
+                self.pending = None
+                self.backend.reset()
+                self.cached = []
+        return self._sync_tokens(ctx, fast=self.fast_path)
+
+    def _sync_tokens(self, ctx: list[int], fast: bool) -> np.ndarray:
+        """Make the KV cache hold exactly ``ctx``; return the hidden state after its last token.
+
+        With ``fast``, a sync that would prefill more than ``FAST_MIN_NEW`` tokens first looks for
+        a stored window sharing a longer prefix, else prefills only the last ``SHORT_TOKENS`` and
+        leaves the full window to :meth:`advance`.
+        """
+        cached = self.cached
+        n = min(len(cached), len(ctx))
+        lcp = 0
+        if cached[:n] == ctx[:n]:
+            lcp = n
+        else:
+            while lcp < n and cached[lcp] == ctx[lcp]:
+                lcp += 1
+        if self.context_shift and lcp < len(ctx) // 2 and len(cached) > 64:
+            d = _find_shift(cached, ctx)
+            if d:
+                self.backend.shift(d)
+                del cached[:d]
+                self.stats["shifts"] += 1
+                return self._sync_tokens(ctx, fast)
+        if fast and len(ctx) - lcp > FAST_MIN_NEW:
+            # a stored window that leaves at most FAST_MIN_NEW tokens to prefill, else the short one
+            hit = self.windows.take(ctx, at_least=max(lcp + 1, len(ctx) - FAST_MIN_NEW))
+            if len(cached) >= 64:  # keep the window being left, to come back to
+                self.windows.put(cached, self.backend.swap(hit[1] if hit else None))
+                self.stats["stored_windows"] += 1
+            elif hit:
+                self.backend.swap(hit[1])
+            else:
+                self.backend.reset()
+            cached = self.cached = hit[0] if hit else []
+            if hit is None:  # answer from the short window now (the cache is empty)
+                start = len(ctx) - SHORT_TOKENS
+                self.pending = PendingWindow(list(ctx), ctx[:start])
+                self.stats["short_windows"] += 1
+                return self._sync_tokens(ctx[start:], fast=False)
+            lcp = common_prefix(cached, ctx)
+        if lcp == len(ctx):
+            lcp -= 1  # need the hidden state of the last context token: recompute it
+        if lcp < len(cached):
+            self.backend.trim(len(cached) - lcp)
+            del cached[lcp:]
+        new = ctx[lcp:]
+        h = self.backend.forward(new)
+        cached.extend(new)
+        self.stats["forward_tokens"] += len(new)
+        return h
+
+    def advance(self, max_tokens: int = CHUNK_TOKENS) -> bool:
+        """Prefill up to ``max_tokens`` more of the full window behind a short one (see
+        :meth:`sync`); the next decision uses it once complete. Runs on the engine thread between
+        decisions (``predict`` calls it on keystrokes that need no forward pass).
+
+        Returns:
+            True while there is more to do.
+        """
+        pend = self.pending
+        if pend is None or pend.done:
+            return False
+        live = self.backend.swap(pend.state)
+        chunk = pend.ctx[len(pend.cached) : len(pend.cached) + max_tokens]
+        self.backend.forward(chunk)
+        pend.cached.extend(chunk)
+        pend.state = self.backend.swap(live)
+        self.stats["background_tokens"] += len(chunk)
+        return not pend.done
+
+
+def _find_shift(cached: list[int], ctx: list[int], probe: int = 32) -> int:
+    """Smallest ``d > 0`` with ``cached[d:d+probe] == ctx[:probe]`` (the window slid by ``d``), or 0."""
+    m = min(probe, len(ctx), len(cached))
+    head = ctx[:m]
+    first = head[0] if head else None
+    for d in range(1, len(cached) - m // 2):
+        if cached[d] == first and cached[d : d + m] == head[: len(cached) - d]:
+            return d
+    return 0
