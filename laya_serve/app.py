@@ -133,6 +133,7 @@ def make_app(bridge: EngineBridge, generator: Generator, config: ServiceConfig |
                         for i, c in enumerate(done.choices)],
             "usage": usage(done),
             "latency_ms": round(done.ms, 3),
+            "prefilled_tokens": done.prefilled_tokens,  # prompt tokens not found in a KV cache
         })
 
     async def completions(request: web.Request) -> web.Response:

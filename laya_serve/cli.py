@@ -21,7 +21,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="address to bind (default: %(default)s, loopback only; any other address is "
                         "reachable from the network, without authentication: a warning is printed)")
     p.add_argument("--port", type=int, default=8899, help="TCP port (default: %(default)s; 0: any free port)")
-    p.add_argument("--model", default=None, help="model folder (default: the shipped model)")
+    p.add_argument("--model", default=None,
+                   help="model folder (default: the shipped model); a folder that is not a Laya model "
+                        "(no lexicon-*.npz) is opened with mlx-lm: any mlx-lm model, e.g. a 4-bit Qwen coder")
     p.add_argument("--backend", default=None, help="numpy, numba, mlx or auto (default: the variant's)")
     p.add_argument("--max-seq-len", type=int, default=256,
                    help="context: at most the prompt's last this-many tokens, at least half as many (8-512; default: %(default)s, as the seed)")
@@ -59,16 +61,25 @@ def main(a: argparse.Namespace) -> int:
 
 
 def _load(a: argparse.Namespace):
-    """Engine thread: the Predictor (warmed up) and the Generator over it."""
+    """Engine thread: ``(model name, backend name, generator)``, warmed up: a Laya model folder
+    (the default) gets :class:`~laya_serve.generate.Generator` over a Predictor; any other folder
+    is opened with mlx-lm (:class:`~laya_serve.mlx_lm_generate.MlxLmGenerator`)."""
+    from pathlib import Path
+
     from engine.predictor import Predictor
 
     from .generate import Generator
+    from .mlx_lm_generate import MlxLmGenerator, is_laya_folder
 
+    if a.model and Path(a.model).is_dir() and not is_laya_folder(Path(a.model)):
+        g = MlxLmGenerator(a.model, a.max_seq_len, a.prefix_cache_mb)
+        g.warmup()
+        return g.name, "mlx-lm", g
     p = Predictor.load(a.model, backend=a.backend)
     p.warmup()
     g = Generator(p, a.max_seq_len, a.prefix_cache_mb)
     g.warmup()
-    return p, g
+    return (p.folder.name if p.folder is not None else "laya"), p.backend.name, g
 
 
 async def _serve(a: argparse.Namespace) -> int:
@@ -79,8 +90,13 @@ async def _serve(a: argparse.Namespace) -> int:
     from .app import ServiceConfig, make_app
 
     bridge = EngineBridge()
-    p, gen = await bridge.run(_load, a)
-    name = p.folder.name if p.folder is not None else "laya"
+    try:
+        name, backend, gen = await bridge.run(_load, a)
+    except ImportError as e:
+        print(f"laya serve: {a.model} is not a Laya model folder, and serving other mlx-lm models "
+              f"needs mlx-lm: pip install 'laya[convert]' ({e})", file=sys.stderr)
+        bridge.shutdown()
+        return 2
     cfg = ServiceConfig(host=a.host, model_name=name, max_body=a.max_body, max_tokens=a.max_tokens,
                         allow_origins=frozenset(a.allow_origin))
     runner = web.AppRunner(make_app(bridge, gen, cfg), access_log=None, handle_signals=False)
@@ -94,7 +110,7 @@ async def _serve(a: argparse.Namespace) -> int:
         return 1
     port = site._server.sockets[0].getsockname()[1] if site._server and site._server.sockets else a.port
     host = f"[{a.host}]" if ":" in a.host else a.host
-    print(f"laya serve: serving on http://{host}:{port} ({name}, {p.backend.name} backend)", file=sys.stderr, flush=True)
+    print(f"laya serve: serving on http://{host}:{port} ({name}, {backend} backend)", file=sys.stderr, flush=True)
     try:
         await asyncio.Event().wait()
     finally:
