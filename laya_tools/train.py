@@ -6,6 +6,14 @@ measured on fixed windows of the *held-out* packages (the eval split), so it is 
 out-of-package number. A checkpoint (float32 weights, optimizer state, step, schedule) is written
 every ``--save-every`` steps and at the end; ``laya train`` resumes from it, so the same model can
 keep training across sessions.
+
+Across processes and machines (data parallel, MLX distributed): started by ``mlx.launch`` (e.g.
+``mlx.launch -n 2 --backend ring -- laya_tools/train.py ...`` locally, or ``--hosts a,b`` on several
+machines), every process draws the same global batch, runs its share of the rows (``rank::size``)
+and the gradients are averaged (``mlx.nn.utils.average_gradients``, an all-reduce), so each step
+equals the single-process step on the whole batch up to summation order
+(``tests/test_train_distributed.py``). Process 0 alone prepares the data, evaluates, logs and
+writes the checkpoint.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ _blas.preload()
 import mlx.core as mx  # noqa: E402
 import mlx.nn as nn  # noqa: E402
 import mlx.optimizers as optim  # noqa: E402
+from mlx.nn.utils import average_gradients  # noqa: E402
 from mlx.utils import tree_flatten, tree_unflatten  # noqa: E402
 
 from . import corpus  # noqa: E402
@@ -114,6 +123,11 @@ def prepare(corpus_dir: Path, ckpt_dir: Path, cfg: TrainConfig):
     return tok, arrays["train"], arrays["eval"]
 
 
+def _barrier(group) -> None:
+    """Wait until every process of ``group`` gets here (an all-reduce of one number)."""
+    mx.eval(mx.distributed.all_sum(mx.array(1.0), group=group))
+
+
 def lr_at(step: int, cfg: TrainConfig) -> float:
     if step < cfg.warmup:
         return cfg.lr * (step + 1) / cfg.warmup
@@ -195,9 +209,19 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
         minutes: wall-clock budget; training stops (and checkpoints) when it is spent.
 
     Returns:
-        The checkpoint's ``state.json`` content.
+        The checkpoint's ``state.json`` content (processes other than 0 of a distributed run:
+        ``{"step": ..., "rank": ...}``).
+
+    Raises:
+        ValueError: ``batch_size`` is not a multiple of the number of processes.
     """
     ckpt_dir = Path(ckpt_dir)
+    group = mx.distributed.init()
+    rank, world = group.rank(), group.size()
+    if cfg.batch_size % world:
+        raise ValueError(f"batch size {cfg.batch_size} is not a multiple of the {world} processes")
+    if world > 1 and rank > 0:
+        _barrier(group)  # process 0 builds the tokenizer and the token caches first
     state_path = ckpt_dir / "state.json"
     history: list = []
     step = 0
@@ -216,6 +240,8 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
     else:
         args = ModelArgs(vocab_size=cfg.vocab_size, max_position_embeddings=cfg.seq_len)
     tok, train_tokens, eval_tokens = prepare(corpus_dir, ckpt_dir, cfg)
+    if world > 1 and rank == 0:
+        _barrier(group)
     args.vocab_size = tok.get_vocab_size()
     mx.random.seed(cfg.seed + step)
     model = Model(args)
@@ -247,6 +273,9 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
 
     def step_fn(x, y):
         loss, grads = loss_and_grad(model, x, y)
+        if world > 1:  # each process ran an equal share of the rows: the mean of the means
+            grads = average_gradients(grads, group=group)
+            loss = mx.distributed.all_sum(loss, group=group) / world
         grads, _ = optim.clip_grad_norm(grads, 1.0)
         opt.update(model, grads)
         return loss
@@ -258,7 +287,10 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
     tokens_done = 0
     losses = []
     while step < cfg.total_steps:
-        if minutes is not None and time.time() - t0 > minutes * 60:
+        out_of_time = minutes is not None and time.time() - t0 > minutes * 60
+        if world > 1:  # every process stops at the same step (a clock differs per process)
+            out_of_time = mx.distributed.all_sum(mx.array(float(out_of_time)), group=group).item() > 0
+        if out_of_time:
             break
         picks = rng.choice(len(langs), cfg.batch_size, p=[weights[k] for k in langs])
         rows = []
@@ -266,7 +298,7 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
             arr = train_tokens[langs[k]]
             s0 = int(rng.integers(0, len(arr) - cfg.seq_len - 1))
             rows.append(arr[s0 : s0 + cfg.seq_len + 1])
-        batch = np.stack(rows).astype(np.int32)
+        batch = np.stack(rows).astype(np.int32)[rank::world]  # this process's share
         x, y = mx.array(batch[:, :-1]), mx.array(batch[:, 1:])
         rate = lr_at(step, cfg)
         if rewarm_from is not None and step - rewarm_from < cfg.warmup:
@@ -276,11 +308,13 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
         mx.eval(loss, model.parameters(), opt.state)
         losses.append(loss.item())
         step += 1
-        tokens_done += x.size
-        tokens_seen += x.size
+        tokens_done += x.size * world
+        tokens_seen += x.size * world
+        if rank > 0:
+            continue  # process 0 logs, evaluates and checkpoints
         if step % log_every == 0:
             now = time.time()
-            tps = log_every * x.size / (now - last)
+            tps = log_every * x.size * world / (now - last)
             last = now
             log.info("step %d loss %.4f lr %.2e %.0f tok/s", step, np.mean(losses), opt.learning_rate.item(), tps)
             history.append({"step": step, "train_loss": float(np.mean(losses))})
@@ -293,6 +327,8 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
                             "tokens_seen": tokens_seen})
         if step % save_every == 0:
             save_checkpoint(ckpt_dir, model, opt, step, cfg, history)
+    if rank > 0:
+        return {"step": step, "rank": rank}
     vl = evaluate_languages(model, val)
     history.append({"step": step, "val_loss": vl["mean"], "val_loss_by_language": vl,
                     "tokens_seen": tokens_seen, "final": True})
