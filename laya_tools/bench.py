@@ -254,5 +254,21 @@ def main(a) -> int:
         b, f = (jr[n]["all"] for n in servers)
         for q in (50, 90, 99):
             print(f"  p{q} before / after: {np.percentile(b, q) / np.percentile(f, q):.2f}x")
+
+        from laya_tools.bench_jumps import bench_pastes
+
+        print(f"\n[LSP over stdio] the file grows by pasted chunks of 5-40 lines of {path}, 6 keys typed after "
+              f"each; {a.warmup} warm-up, {a.runs} timed keystrokes; servers interleaved request by request")
+        pr = bench_pastes(text, servers, a.warmup, a.runs, model=a.model)
+        results["pastes"] = {}
+        for name, r in pr.items():
+            empty = r.pop("empty_answers")
+            print(f"  {name:30s} any keystroke:        {lpct(r['all'])}")
+            print(f"  {'':30s} first after a paste:  {lpct(r['after_paste'])}   ({empty} answers without items)")
+            results["pastes"][name] = {**{k: summary(v) for k, v in r.items()}, "empty_answers": empty}
+            series[f"LSP after pastes: {name}"] = r["all"]
+        b, f = (pr[n]["all"] for n in servers)
+        for q in (50, 90, 99):
+            print(f"  p{q} before / after: {np.percentile(b, q) / np.percentile(f, q):.2f}x")
     write_results(results, series, getattr(a, "out", "results"))
     return 0

@@ -125,3 +125,56 @@ def bench_jumps(text: str, servers: dict[str, tuple[dict | None, dict | None]], 
         for s in live.values():
             s.client.shutdown()
     return out
+
+
+def bench_pastes(text: str, servers: dict[str, tuple[dict | None, dict | None]], warmup: int = 100,
+                 runs: int = 1000, keys: int = 6, seed: int = 0, model=None) -> dict:
+    """Time completion round trips while the file grows by pasted chunks, servers side by side.
+
+    The file starts empty; repeatedly, the next 5-40 lines of ``text`` are pasted at its end (one
+    ``didChange``, untimed), and the ``keys`` characters that follow are typed one at a time, each
+    followed by a timed completion. The first request after a paste needs the new lines in the
+    window (the paste-sized prefill the short window avoids). When the text runs out, it starts
+    again from an empty document.
+
+    Returns:
+        name -> ``{"all": [...], "after_paste": [...], "typing": [...], "empty_answers": n}``.
+    """
+    rnd = random.Random(seed)
+    live = {name: _Server(name, opts, env, model) for name, (opts, env) in servers.items()}
+    out = {name: {"all": [], "after_paste": [], "typing": []} for name in live}
+    try:
+        for s in live.values():
+            s.open("file:///bench/pastes.py", "")
+            s.complete(0)  # waits for the model to load
+        n, pos = 0, 0  # the document is always text[:pos]
+        while n < warmup + runs:
+            if pos >= len(text) - keys - 1:  # the text ran out: start again from an empty document
+                for s in live.values():
+                    s.edit(0, len(s.text), "")
+                pos = 0
+            end = pos
+            for _ in range(rnd.randint(5, 40)):
+                nl = text.find("\n", end)
+                end = len(text) if nl < 0 else nl + 1
+            for s in live.values():
+                s.edit(pos, pos, text[pos:end])
+            pos = end
+            for k in range(1, keys + 1):
+                if pos >= len(text) or n >= warmup + runs:
+                    break
+                for s in live.values():
+                    s.edit(pos, pos, text[pos])
+                pos += 1
+                for s in live.values():
+                    dt = s.complete(pos)
+                    if n >= warmup:
+                        out[s.name]["all"].append(dt)
+                        out[s.name]["after_paste" if k == 1 else "typing"].append(dt)
+                n += 1
+        for s in live.values():
+            out[s.name]["empty_answers"] = s.empty
+    finally:
+        for s in live.values():
+            s.client.shutdown()
+    return out

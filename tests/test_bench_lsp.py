@@ -1,0 +1,21 @@
+"""The LSP benchmark workloads (``laya bench --jumps``) run against a real server and time what
+they say: every timed keystroke is answered, with items."""
+
+import inspect
+import textwrap
+
+from laya_tools.bench_jumps import bench_jumps, bench_pastes
+
+TEXT = open(inspect.getsourcefile(textwrap), encoding="utf-8").read()
+
+
+def test_pastes_and_jumps_time_every_keystroke():
+    pr = bench_pastes(TEXT, {"default": (None, None)}, warmup=3, runs=24, keys=4)
+    r = pr["default"]
+    assert len(r["all"]) == 24 == len(r["after_paste"]) + len(r["typing"])
+    assert len(r["after_paste"]) >= 24 // 4 and r["empty_answers"] <= 3
+    assert all(0 < t < 30 for t in r["all"])
+    jr = bench_jumps(TEXT, {"default": (None, None)}, warmup=2, runs=20, keys=5)
+    r = jr["default"]
+    assert len(r["all"]) == 20 and len(r["after_jump"]) == 4
+    assert r["empty_answers"] == 0
