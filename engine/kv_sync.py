@@ -69,9 +69,13 @@ class KVSync:
                 self.backend.swap(pend.state)
                 self.cached = pend.cached
                 self.pending = None
-            elif len(ctx) > pend.start and ctx[: pend.start] == pend.head:
-                return self._sync_tokens(ctx[pend.start :], fast=False)
-            else:  # moved away before it was done: keep what it has, to come back to
+            else:
+                if len(ctx) > pend.start and ctx[: pend.start] == pend.head:
+                    sub = ctx[pend.start :]  # still maps onto the short window
+                    if not self.fast_path or len(sub) - common_prefix(self.cached, sub) <= FAST_MIN_NEW:
+                        return self._sync_tokens(sub, fast=False)
+                    # else a paste past the short window: a new short window answers (below)
+                # moved away (or pasted) before it was done: keep what it has, to come back to
                 if len(pend.cached) >= 64:
                     self.windows.put(pend.cached, pend.state)
                 self.pending = None

@@ -131,3 +131,28 @@ def test_the_engine_thread_runs_idle_steps_between_jobs():
         assert len(steps) >= 5
     finally:
         eng.shutdown()
+
+
+def test_a_paste_while_the_full_window_is_pending_takes_a_new_short_window(pred):
+    """Pasting more than FAST_MIN_NEW tokens after another paste, before idle time finished the
+    first one's full window, is answered from a new short window, not by prefilling the whole
+    paste (the document stays under one window, so the window's start does not move)."""
+    adv = pred.advance_on_keystroke
+    pred.advance_on_keystroke = False  # as in the server: no idle time between these requests
+
+    def upto(n: int) -> str:
+        return SOURCE[: SOURCE.rfind("\n", 0, n) + 1]
+
+    try:
+        pred.reset()
+        _settle(pred, upto(300))
+        pred.predict(upto(900))  # a first paste: a short window, its full one pending
+        assert pred._pending is not None and not pred._pending.done
+        before = pred.stats["forward_tokens"]
+        assert pred.predict(upto(1250)) is not None  # a second paste, ~100 tokens
+        assert pred.window.prev[: pred._pending.start] == pred._pending.head or pred._pending is None
+        assert len(pred.window.prev) < pred.config.max_context_tokens
+        assert pred.stats["forward_tokens"] - before <= SHORT_TOKENS
+        assert pred.cached == pred.window.prev[-SHORT_TOKENS:]
+    finally:
+        pred.advance_on_keystroke = adv
