@@ -37,6 +37,13 @@ class EngineConfig:
     (RoPE makes a position shift one rotation; llama.cpp's "context shift") instead of re-prefilling
     ``min_context_tokens`` tokens. A slide then costs ~0.1 ms instead of a long prefill; the kept
     tokens' cache differs slightly from a fresh prefill (they had seen the dropped tokens)."""
+    prior_after_jump: bool = True
+    """Right after a jump or a paste (more than ``FAST_MIN_NEW`` new tokens and no stored window),
+    answer from the n-gram prior alone, prefilling nothing; the window is prefilled while the
+    user pauses, or (its last 16 tokens) when the context next changes. Measured on 616 jumps to
+    identifiers of held-out Python and Go files, the first keystroke there: top-1 90.7% with the
+    prior alone, 89.3% with a 16-token window (3.65 ms), 89.9% with the whole window: the
+    document's n-grams carry that keystroke. False: prefill the 16-token window at once."""
     line_max_tokens: int = 12
     """Greedy tokens for the rest-of-line candidate (0 disables it)."""
     line_min_prob: float = 0.25

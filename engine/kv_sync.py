@@ -20,11 +20,15 @@ from .window_cache import CHUNK_TOKENS, FAST_MIN_NEW, SHORT_TOKENS, PendingWindo
 class KVSync:
     """The KV cache of one backend and the token list it holds (``cached``)."""
 
-    def __init__(self, backend, context_shift: bool = True, stats: dict | None = None):
+    def __init__(self, backend, context_shift: bool = True, stats: dict | None = None,
+                 prior_after_jump: bool = True):
         """
         Args:
             backend: the decoder (``engine.backends.Backend``).
             context_shift: shift the cache when the window slid (``EngineConfig.context_shift``).
+            prior_after_jump: after a jump or a paste, :meth:`sync` prefills nothing and returns
+                None (the decision is the n-gram prior's; ``EngineConfig.prior_after_jump``);
+                else it prefills the short window at once.
             stats: counters to update (``forward_tokens``, ``shifts``, ``short_windows``,
                 ``stored_windows``, ``background_tokens``).
         """
@@ -39,6 +43,7 @@ class KVSync:
         # answer from a short window when a decision needs a long prefill (LAYA_FAST_PATH=0: off,
         # for side-by-side benchmarks against the whole-window behaviour)
         self.fast_path = os.environ.get("LAYA_FAST_PATH", "1") != "0"
+        self.prior_after_jump = prior_after_jump
 
     def reset(self) -> None:
         """Empty the KV cache, the stored windows and any pending full window."""
@@ -60,9 +65,10 @@ class KVSync:
             self.backend.trim(len(self.cached) - n)
             del self.cached[n:]
 
-    def sync(self, ctx: list[int]) -> np.ndarray:
+    def sync(self, ctx: list[int]) -> np.ndarray | None:
         """Make the KV cache hold ``ctx`` (or, right after a jump, its last tokens: the short
-        window, see ``engine.window_cache``); return the hidden state after its last token."""
+        window, see ``engine.window_cache``); return the hidden state after its last token, or
+        None right after a jump when ``prior_after_jump`` (nothing prefilled yet)."""
         pend = self.pending
         if pend is not None:
             if pend.done:  # the full window is ready: it replaces the short one
@@ -83,7 +89,7 @@ class KVSync:
                 self.cached = []
         return self._sync_tokens(ctx, fast=self.fast_path)
 
-    def _sync_tokens(self, ctx: list[int], fast: bool) -> np.ndarray:
+    def _sync_tokens(self, ctx: list[int], fast: bool) -> np.ndarray | None:
         """Make the KV cache hold exactly ``ctx``; return the hidden state after its last token.
 
         With ``fast``, a sync that would prefill more than ``FAST_MIN_NEW`` tokens first looks for
@@ -116,10 +122,12 @@ class KVSync:
             else:
                 self.backend.reset()
             cached = self.cached = hit[0] if hit else []
-            if hit is None:  # answer from the short window now (the cache is empty)
+            if hit is None:  # the cache is empty: the full window is left to ``advance``
                 start = len(ctx) - SHORT_TOKENS
                 self.pending = PendingWindow(list(ctx), ctx[:start])
                 self.stats["short_windows"] += 1
+                if self.prior_after_jump:
+                    return None  # the short window is prefilled when the context next changes
                 return self._sync_tokens(ctx[start:], fast=False)
             lcp = common_prefix(cached, ctx)
         if lcp == len(ctx):

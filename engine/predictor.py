@@ -90,14 +90,16 @@ class Predictor:
                                     config.min_context_tokens)
         self.stats = {"forward_tokens": 0, "decisions": 0, "reused": 0, "shifts": 0, "short_windows": 0,
                       "stored_windows": 0, "background_tokens": 0}
-        self.kv = KVSync(backend, config.context_shift, self.stats)  # the KV cache and its tokens
+        self.kv = KVSync(backend, config.context_shift, self.stats,  # the KV cache and its tokens
+                         prior_after_jump=config.prior_after_jump)
         # finish that full window on keystrokes that need no forward pass; the server turns this
         # off and calls ``advance`` when the engine thread is idle (``engine.worker``) instead
         self.advance_on_keystroke = True
         self.doc_id: str | None = None
         self._docs: dict[str, DocLexicon] = {}
         self._ctx: list[int] | None = None  # context of the last decision
-        self._hidden: np.ndarray | None = None
+        self._hidden: np.ndarray | None = None  # after the context's last token; None: prior only
+        self._synced = False  # the KV cache was synced to ``_ctx`` (False: sync at the next decision)
         self._first_logits = np.zeros(tokenizer.get_vocab_size())
         self._first_known = np.zeros(tokenizer.get_vocab_size(), bool)
         self.pool = self._pool_for(BY_NAME["python"] if "python" in self.lexicons else UNKNOWN)
@@ -206,6 +208,7 @@ class Predictor:
         self._ctx = None
         self._ctx_text = None
         self._hidden = None
+        self._synced = False
         self._pool_doc = None
         self._line_cache.clear()
         self._first_cache.clear()
@@ -385,12 +388,15 @@ class Predictor:
             if self.advance_on_keystroke:
                 self.advance()  # no new context this keystroke: finish the full window instead
             if self._pending.done:
-                self._hidden = None  # and switch to it now (``KVSync.sync``)
-        if ctx == self._ctx and self._hidden is not None and doc is self._pool_doc:
+                self._synced = False  # and switch to it now (``KVSync.sync``)
+        if ctx == self._ctx and self._synced and doc is self._pool_doc:
             self.stats["reused"] += 1
         else:
-            if ctx != self._ctx or self._hidden is None:
+            if ctx != self._ctx or not self._synced:
+                # None right after a jump or a paste: the window is prefilled later, and this
+                # decision is the n-gram prior's alone (``KVSync.prior_after_jump``)
                 self._hidden = self.kv.sync(ctx)
+                self._synced = True
                 self._ctx = ctx
                 self._first_known[:] = False
                 self._line_cache.clear()
@@ -398,6 +404,9 @@ class Predictor:
         words, prior, firsts = self.pool.candidates(typed, cfg.pool_size)
         if not len(words):
             return []
+        if self._hidden is None:
+            return self._ranked(words, np.log(prior + cfg.word_prior_alpha / len(words)), typed, lang,
+                                max_items)
         # LM head over the pool's first tokens, computed once per context. With this model's
         # 4096-token vocabulary one full GEMV (~0.06 ms) is cheaper than gathering the pool's rows
         # and de-duplicating them, so small vocabularies take the whole head; larger ones a
@@ -428,25 +437,30 @@ class Predictor:
             score = np.log(b * p_net + (1 - b) * p / p.sum())
         else:
             score = net + np.log(p / group) + cfg.prior_weight * np.log(p)
+        out = self._ranked(words, score, typed, lang, max_items)
+        if want_line and out and self._hidden is not None and self.config.line_max_tokens > 0 and line_is_open(suffix):
+            line = without_suffix(self._continuation(out[0].text, stop), suffix)
+            if line and line != out[0].text:
+                out.insert(1, Candidate(line, out[0].score - 1e-3, "line"))
+                if len(out) > max(2, max_items):
+                    del out[max(2, max_items):]
+        return out
+
+    def _ranked(self, words, score: np.ndarray, typed: str, lang: Language, max_items: int) -> list[Candidate]:
+        """The ``max_items`` best-scored words longer than ``typed``, best first."""
         k = max_items + 2  # only the typed word itself is skipped below
         if len(score) > 4 * k:  # the best k only (a full sort of a 1024-word pool costs ~30 us)
             top = np.sort(np.argpartition(-score, k)[:k])
             order = top[np.argsort(-score[top], kind="stable")].tolist()
         else:
             order = np.argsort(-score, kind="stable").tolist()
-        out = []
+        out: list[Candidate] = []
         for i in order:
             w = words[i]
             if len(w) > len(typed):
                 out.append(Candidate(w, float(score[i]), "keyword" if w in lang.keywords else "identifier"))
                 if len(out) >= max_items:
                     break
-        if want_line and out and self.config.line_max_tokens > 0 and line_is_open(suffix):
-            line = without_suffix(self._continuation(out[0].text, stop), suffix)
-            if line and line != out[0].text:
-                out.insert(1, Candidate(line, out[0].score - 1e-3, "line"))
-                if len(out) > max(2, max_items):
-                    del out[max(2, max_items):]
         return out
 
     def _continuation(self, word: str, stop=None) -> str:

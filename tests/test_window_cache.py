@@ -34,7 +34,37 @@ def _settle(pred, text: str) -> None:
     assert pred._pending is None and pred.cached == pred.window.prev
 
 
-def test_a_jump_answers_from_a_short_window_then_the_full_one(pred):
+@pytest.fixture
+def short_first(pred):
+    """The predictor with ``prior_after_jump`` off: a jump prefills the short window at once."""
+    pred.kv.prior_after_jump = False
+    yield pred
+    pred.kv.prior_after_jump = True
+
+
+def test_a_jump_is_answered_by_the_prior_then_the_windows_follow(pred):
+    """By default a jump prefills nothing: the n-gram prior answers; typing on in the word still
+    prefills nothing; the next context change prefills the short window (the pause before it
+    would have finished the full one, as advance() shows)."""
+    pred.reset()
+    _settle(pred, _cut("class TextWrapper"))
+    far = _cut("    def _split(self, text):") + "    def "
+    before = pred.stats["forward_tokens"]
+    out = pred.predict(far)
+    assert out and all(c.kind != "line" for c in out)
+    assert pred.stats["forward_tokens"] == before and pred.cached == [] and pred._pending is not None
+    pred.predict(far + "_s")
+    assert pred.stats["forward_tokens"] == before
+    pred.predict(far + "_split(self, ")  # a new context: the short window, then what was typed
+    assert 0 < pred.stats["forward_tokens"] - before <= SHORT_TOKENS + 8
+    while pred.advance():
+        pass
+    pred.predict(far + "_split(self, t")
+    assert pred._pending is None and pred.cached == pred.window.prev
+
+
+def test_a_jump_answers_from_a_short_window_then_the_full_one(short_first):
+    pred = short_first
     pred.reset()
     _settle(pred, _cut("class TextWrapper"))
     before = pred.stats["forward_tokens"]
@@ -133,10 +163,11 @@ def test_the_engine_thread_runs_idle_steps_between_jobs():
         eng.shutdown()
 
 
-def test_a_paste_while_the_full_window_is_pending_takes_a_new_short_window(pred):
+def test_a_paste_while_the_full_window_is_pending_takes_a_new_short_window(short_first):
     """Pasting more than FAST_MIN_NEW tokens after another paste, before idle time finished the
     first one's full window, is answered from a new short window, not by prefilling the whole
     paste (the document stays under one window, so the window's start does not move)."""
+    pred = short_first
     adv = pred.advance_on_keystroke
     pred.advance_on_keystroke = False  # as in the server: no idle time between these requests
 
