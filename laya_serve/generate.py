@@ -63,6 +63,18 @@ class Superseded(Exception):
     """A newer request from the same client arrived (latest wins), or the request was cancelled."""
 
 
+def superseded_check(is_current: Callable[[], bool]) -> Callable[[], None]:
+    """A check to call between steps of an engine job: raises :class:`Superseded` once
+    ``is_current()`` is False or the job's stop event (``engine.worker.current_stop``) is set."""
+    stop_event = current_stop()
+
+    def check() -> None:
+        if not is_current() or (stop_event is not None and stop_event.is_set()):
+            raise Superseded()
+
+    return check
+
+
 class Generator:
     """Completions from a :class:`engine.predictor.Predictor`, on its engine thread."""
 
@@ -102,12 +114,7 @@ class Generator:
             Superseded: ``is_current()`` turned False, or the job's stop event was set.
         """
         t0 = time.perf_counter()
-        stop_event = current_stop()
-
-        def check() -> None:
-            if not is_current() or (stop_event is not None and stop_event.is_set()):
-                raise Superseded()
-
+        check = superseded_check(is_current)
         check()
         text = req.prompt
         typed = word_prefix(text)

@@ -21,9 +21,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Callable
 
-from engine.worker import current_stop
-
-from .generate import Choice, Completion, Superseded, _cut_at_stop
+from .generate import Choice, Completion, _cut_at_stop, superseded_check
 from .params import CompletionRequest
 
 log = logging.getLogger(__name__)
@@ -113,12 +111,7 @@ class MlxLmGenerator:
         from mlx_lm.sample_utils import make_sampler
 
         t0 = time.perf_counter()
-        stop_event = current_stop()
-
-        def check() -> None:
-            if not is_current() or (stop_event is not None and stop_event.is_set()):
-                raise Superseded()
-
+        check = superseded_check(is_current)
         check()
         tokens = self.tokenizer.encode(req.prompt)[-self.max_seq_len :] or [self.tokenizer.eos_token_id or 0]
         kv, reused = self._take(tokens)

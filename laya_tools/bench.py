@@ -233,7 +233,6 @@ def main(a) -> int:
         del before, after, pj
 
         from laya_tools.bench_jumps import bench_jumps
-        from laya_tools.replay import pct as lpct
 
         servers = {"before (numpy, whole window)": ({"backend": "numpy"}, {"LAYA_FAST_PATH": "0"}),
                    "after (default)": (None, None)}
@@ -244,31 +243,30 @@ def main(a) -> int:
             print(f"  {gap * 1e3:.0f} ms between keystrokes (a typist's pause; idle work may run in it)")
         jr = bench_jumps(text, servers, a.warmup, a.runs, model=a.model, gap=gap)
         results["jumps_gap_ms"] = gap * 1e3
-        results["jumps"] = {}
-        for name, r in jr.items():
-            empty = r.pop("empty_answers")
-            print(f"  {name:30s} any keystroke:        {lpct(r['all'])}")
-            print(f"  {'':30s} first after a jump:   {lpct(r['after_jump'])}   ({empty} answers without items)")
-            results["jumps"][name] = {**{k: summary(v) for k, v in r.items()}, "empty_answers": empty}
-            series[f"LSP after jumps: {name}"] = r["all"]
-        b, f = (jr[n]["all"] for n in servers)
-        for q in (50, 90, 99):
-            print(f"  p{q} before / after: {np.percentile(b, q) / np.percentile(f, q):.2f}x")
+        _lsp_rows(jr, "jumps", "after_jump", "first after a jump:  ", results, series)
 
         from laya_tools.bench_jumps import bench_pastes
 
         print(f"\n[LSP over stdio] the file grows by pasted chunks of 5-40 lines of {path}, 6 keys typed after "
               f"each; {a.warmup} warm-up, {a.runs} timed keystrokes; servers interleaved request by request")
         pr = bench_pastes(text, servers, a.warmup, a.runs, model=a.model)
-        results["pastes"] = {}
-        for name, r in pr.items():
-            empty = r.pop("empty_answers")
-            print(f"  {name:30s} any keystroke:        {lpct(r['all'])}")
-            print(f"  {'':30s} first after a paste:  {lpct(r['after_paste'])}   ({empty} answers without items)")
-            results["pastes"][name] = {**{k: summary(v) for k, v in r.items()}, "empty_answers": empty}
-            series[f"LSP after pastes: {name}"] = r["all"]
-        b, f = (pr[n]["all"] for n in servers)
-        for q in (50, 90, 99):
-            print(f"  p{q} before / after: {np.percentile(b, q) / np.percentile(f, q):.2f}x")
+        _lsp_rows(pr, "pastes", "after_paste", "first after a paste: ", results, series)
     write_results(results, series, getattr(a, "out", "results"))
     return 0
+
+
+def _lsp_rows(runs: dict, key: str, first: str, label: str, results: dict, series: dict) -> None:
+    """Print one LSP workload's rows (servers "before" then "after", see ``laya_tools.bench_jumps``),
+    record them under ``results[key]`` and ``series``, and print the before / after ratios."""
+    from laya_tools.replay import pct as lpct
+
+    results[key] = {}
+    for name, r in runs.items():
+        empty = r.pop("empty_answers")
+        print(f"  {name:30s} any keystroke:        {lpct(r['all'])}")
+        print(f"  {'':30s} {label} {lpct(r[first])}   ({empty} answers without items)")
+        results[key][name] = {**{k: summary(v) for k, v in r.items()}, "empty_answers": empty}
+        series[f"LSP {key}: {name}"] = r["all"]
+    b, f = (r["all"] for r in runs.values())
+    for q in (50, 90, 99):
+        print(f"  p{q} before / after: {np.percentile(b, q) / np.percentile(f, q):.2f}x")

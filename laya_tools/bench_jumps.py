@@ -15,6 +15,7 @@ import os
 import random
 import re
 import time
+from contextlib import contextmanager
 
 from lsprotocol import types
 
@@ -73,6 +74,21 @@ class _Server:
         return dt
 
 
+@contextmanager
+def _servers(servers: dict, model, uri: str, text: str):
+    """Start each server, open ``uri`` with ``text``, wait for its model; yield ``{name: _Server}``;
+    shut them down. The caller fills each one's ``empty_answers`` from ``_Server.empty``."""
+    live = {name: _Server(name, opts, env, model) for name, (opts, env) in servers.items()}
+    try:
+        for s in live.values():
+            s.open(uri, text)
+            s.complete(len(text))  # waits for the model to load
+        yield live
+    finally:
+        for s in live.values():
+            s.client.shutdown()
+
+
 def bench_jumps(text: str, servers: dict[str, tuple[dict | None, dict | None]], warmup: int = 100,
                 runs: int = 1000, keys: int = 10, seed: int = 0, model=None, gap: float = 0.0) -> dict:
     """Time completion round trips after jumps, servers side by side.
@@ -91,12 +107,8 @@ def bench_jumps(text: str, servers: dict[str, tuple[dict | None, dict | None]], 
     """
     starts = [m.start() for m in WORD_START.finditer(text) if 2000 < m.start() < len(text) - keys]
     rnd = random.Random(seed)
-    live = {name: _Server(name, opts, env, model) for name, (opts, env) in servers.items()}
-    out = {name: {"all": [], "after_jump": [], "typing": []} for name in live}
-    try:
-        for s in live.values():
-            s.open("file:///bench/jumps.py", text)
-            s.complete(len(text))  # waits for the model to load
+    out = {name: {"all": [], "after_jump": [], "typing": []} for name in servers}
+    with _servers(servers, model, "file:///bench/jumps.py", text) as live:
         n = 0
         while n < warmup + runs:
             p = rnd.choice(starts)
@@ -121,9 +133,6 @@ def bench_jumps(text: str, servers: dict[str, tuple[dict | None, dict | None]], 
                     s.edit(p + k, p + k, typed[k:])
         for s in live.values():
             out[s.name]["empty_answers"] = s.empty
-    finally:
-        for s in live.values():
-            s.client.shutdown()
     return out
 
 
@@ -141,12 +150,8 @@ def bench_pastes(text: str, servers: dict[str, tuple[dict | None, dict | None]],
         name -> ``{"all": [...], "after_paste": [...], "typing": [...], "empty_answers": n}``.
     """
     rnd = random.Random(seed)
-    live = {name: _Server(name, opts, env, model) for name, (opts, env) in servers.items()}
-    out = {name: {"all": [], "after_paste": [], "typing": []} for name in live}
-    try:
-        for s in live.values():
-            s.open("file:///bench/pastes.py", "")
-            s.complete(0)  # waits for the model to load
+    out = {name: {"all": [], "after_paste": [], "typing": []} for name in servers}
+    with _servers(servers, model, "file:///bench/pastes.py", "") as live:
         n, pos = 0, 0  # the document is always text[:pos]
         while n < warmup + runs:
             if pos >= len(text) - keys - 1:  # the text ran out: start again from an empty document
@@ -174,7 +179,4 @@ def bench_pastes(text: str, servers: dict[str, tuple[dict | None, dict | None]],
                 n += 1
         for s in live.values():
             out[s.name]["empty_answers"] = s.empty
-    finally:
-        for s in live.values():
-            s.client.shutdown()
     return out
