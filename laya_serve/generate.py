@@ -213,19 +213,19 @@ class Generator:
         ids: list[int] = []
         while True:
             if t == self.eos:
-                return Choice(out_head + self.tok.decode(ids), "stop", used)
+                return Choice(whole_chars(out_head + self.tok.decode(ids)), "stop", used)
             ids.append(t)
             used += 1
             text = out_head + self.tok.decode(ids)
             stopped = _cut_at_stop(text, req.stop)
             if stopped is not None:
-                return Choice(stopped, "stop", used)
+                return Choice(whole_chars(stopped), "stop", used)
             if used >= req.max_tokens:
-                return Choice(text, "length", used)
+                return Choice(whole_chars(text), "length", used)
             check()
             h = self._forward([t])
             if h is None:
-                return Choice(text, "length", used)
+                return Choice(whole_chars(text), "length", used)
             t = self._pick(b.logits(h), req, rng)
 
     def _pick(self, logits: np.ndarray, req: CompletionRequest, rng: np.random.Generator) -> int:
@@ -262,6 +262,13 @@ def sample(logits: np.ndarray, temperature: float, top_p: float, rng: np.random.
         q = prob[keep] / prob[keep].sum()
         return int(keep[rng.choice(len(keep), p=q)])
     return int(rng.choice(len(prob), p=prob))
+
+
+def whole_chars(text: str) -> str:
+    """``text`` without U+FFFD: byte-level tokens that end inside a multi-byte UTF-8 character (a
+    CJK character or an emoji spans several tokens), or a stray continuation byte the model picked,
+    decode to U+FFFD; those bytes are dropped, not shown."""
+    return text.replace("\ufffd", "")
 
 
 def _cut_at_stop(text: str, stops: tuple[str, ...]) -> str | None:

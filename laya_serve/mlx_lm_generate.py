@@ -21,7 +21,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Callable
 
-from .generate import Choice, Completion, _cut_at_stop, superseded_check
+from .generate import Choice, Completion, _cut_at_stop, superseded_check, whole_chars
 from .params import CompletionRequest
 
 log = logging.getLogger(__name__)
@@ -152,10 +152,10 @@ class MlxLmGenerator:
             text = self.tokenizer.decode(out)
             cut = _cut_at_stop(text, req.stop)
             if cut is not None:
-                return Choice(cut, "stop", len(out))
+                return Choice(whole_chars(cut), "stop", len(out))
             check()
             logits = self.model(mx.array([[t]]), cache=kv)[:, -1, :]
-        return Choice(text, finish, len(out))
+        return Choice(whole_chars(text), finish, len(out))
 
     def warmup(self) -> None:
         """One small request, so first-use costs are paid before the port opens; then forget it."""

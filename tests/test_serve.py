@@ -166,3 +166,14 @@ def test_bad_flags_end_in_one_line():
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2
     assert r.stderr.strip() == "laya serve: --port must be between 0 and 65535, got 70000"
+
+
+def test_cjk_and_emoji_prompts_never_end_in_half_a_character(server):
+    """Byte-level tokens can stop inside a multi-byte character; the answer drops the partial one
+    instead of a U+FFFD."""
+    for prompt in ("# 注释：计算总和\ns = '你好", "msg = '🎉🎉", "x = '日本語のテキスト"):
+        for n, t in ((1, 0), (4, 0.9)):
+            status, d, _ = call(server, "/complete", {"prompt": prompt, "max_tokens": 5, "n": n,
+                                                      "temperature": t, "seed": 3})
+            assert status == 200
+            assert all("\ufffd" not in c["text"] for c in d["choices"]), d["choices"]
