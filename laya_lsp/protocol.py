@@ -47,6 +47,7 @@ guarantees (JSON-RPC 2.0 and LSP 3.17):
 exit status:
   0  `exit` after `shutdown`; stdin closed; the client's processId is gone
   1  `exit` without `shutdown`; --check failed; the TCP port cannot be bound
+  2  a command-line usage error (an unknown flag, a bad --port, a log file that cannot be written)
 """
 """The server's promises, shown by ``laya-lsp --help`` and copied in the README."""
 
