@@ -55,7 +55,8 @@ def compare(got, ref) -> tuple[float, float]:
 @pytest.mark.parametrize("kind, kv_f32, max_diff, min_top1", [
     ("f32", True, 1e-2, 0.99),    # the same numbers: differences are summation order only
     ("f32", False, 0.1, 0.99),    # llama.cpp's default f16 KV cache
-    ("Q8_0", True, 0.5, 0.97),    # 8-bit re-quantization of the 6-bit weights
+    ("Q8_0", True, 1.0, 0.97),    # 8-bit re-quantization of the 6-bit weights (0.32 with the
+                                  # first release's weights, 0.63 with the six-language ones)
 ])
 def test_llama_cpp_matches_laya(files, held_out, kind, kv_f32, max_diff, min_top1):
     ids, ref = held_out

@@ -85,7 +85,7 @@ def test_server_picks_the_filter_by_language_id():
         assert not python_only & set(labels)
         c.close()
         c.open("file:///project/app.py", "", "python")
-        c.type_to("import sqlalchemy\n\nx = sqlalchemy.Pr")
+        c.type_to("import sqlalchemy\n\nx = sqlalchemy.Prima")  # the Python filter has the name
         assert "PrimaryKeyConstraint" in [i.label for i in c.complete()[0]]
     finally:
         c.shutdown()

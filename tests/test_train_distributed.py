@@ -59,4 +59,5 @@ def test_a_batch_that_does_not_split_evenly_is_refused(tmp_path):
                        capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parent.parent)
     out = p.stdout + p.stderr  # (mlx.launch itself exits 0 and reports each process's status)
     assert "batch size 3 is not a multiple of the 2 processes" in out
-    assert "rank 0 exited with code 1" in out and not (tmp_path / "ckpt" / "state.json").exists()
+    # the first process to fail exits 1; mlx.launch then stops the other (which may be either)
+    assert "exited with code 1" in out and not (tmp_path / "ckpt" / "state.json").exists()
