@@ -139,8 +139,8 @@ def start_build(folder: Path) -> bool:
     except OSError:
         return False  # a build is running (or the cache is not writable)
     cmd = [sys.executable, "-m", "engine.kernels", "build", str(folder)]
-    if hasattr(os, "nice"):
-        cmd = ["nice", "-n", "19", *cmd] if shutil.which("nice") else cmd
+    if shutil.which("nice"):  # low priority: it must not slow the editor's first minutes
+        cmd = ["nice", "-n", "19", *cmd]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parent.parent),
                                                        os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
     with open(folder.with_name(folder.name + ".log"), "w") as out:

@@ -88,8 +88,7 @@ class Predictor:
         self.eos = tokenizer.token_to_id(EOS)
         self.window = ContextWindow(LineCache(tokenizer), self.eos, config.max_context_tokens,
                                     config.min_context_tokens)
-        self.stats = {"forward_tokens": 0, "decisions": 0, "reused": 0, "shifts": 0, "short_windows": 0,
-                      "stored_windows": 0, "background_tokens": 0}
+        self.stats = {"decisions": 0, "reused": 0}  # KVSync adds its counters (forward_tokens, ...)
         self.kv = KVSync(backend, config.context_shift, self.stats,  # the KV cache and its tokens
                          prior_after_jump=config.prior_after_jump)
         # finish that full window on keystrokes that need no forward pass; the server turns this
@@ -417,7 +416,6 @@ class Predictor:
                 # log-probabilities (a mixture of two normalised distributions): log Z = 0
                 self._first_logits[:] = with_neural_cache(lg, self.backend.hid, self._hidden, self.cached,
                                                           cfg.cache_weight, cfg.cache_theta)
-                self._log_z = 0.0
                 self._first_known[:] = True
         else:
             need = np.unique(firsts[~self._first_known[firsts]])
@@ -431,8 +429,7 @@ class Predictor:
         if cfg.mix == "linear" and len(self._first_logits) <= FULL_HEAD_MAX_VOCAB:
             # P(w) = b * P_net(t1) P_prior(w | t1) + (1 - b) * P_prior(w), with P_net a softmax over
             # the whole vocabulary and P_prior normalised over the pool
-            lz = self._log_z
-            p_net = np.exp(net - lz) * (p / group)
+            p_net = np.exp(net) * (p / group)  # ``net`` is already log-probabilities
             b = cfg.net_weight
             score = np.log(b * p_net + (1 - b) * p / p.sum())
         else:

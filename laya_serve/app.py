@@ -116,6 +116,10 @@ def make_app(bridge: EngineBridge, generator: Generator, config: ServiceConfig |
                 seq.forget(client)  # keep the table to the requests in flight
         return req, done
 
+    def choices(done: Completion, **extra) -> list[dict]:
+        return [{"text": c.text, "index": i, **extra, "finish_reason": c.finish_reason}
+                for i, c in enumerate(done.choices)]
+
     def usage(done: Completion) -> dict:
         n = sum(c.tokens for c in done.choices)
         return {"prompt_tokens": done.prompt_tokens, "completion_tokens": n,
@@ -129,8 +133,7 @@ def make_app(bridge: EngineBridge, generator: Generator, config: ServiceConfig |
         _, done = out
         return web.json_response({
             "model": cfg.model_name,
-            "choices": [{"text": c.text, "index": i, "finish_reason": c.finish_reason}
-                        for i, c in enumerate(done.choices)],
+            "choices": choices(done),
             "usage": usage(done),
             "latency_ms": round(done.ms, 3),
             "prefilled_tokens": done.prefilled_tokens,  # prompt tokens not found in a KV cache
@@ -147,8 +150,7 @@ def make_app(bridge: EngineBridge, generator: Generator, config: ServiceConfig |
             "object": "text_completion",
             "created": int(time.time()),
             "model": cfg.model_name,
-            "choices": [{"text": c.text, "index": i, "logprobs": None, "finish_reason": c.finish_reason}
-                        for i, c in enumerate(done.choices)],
+            "choices": choices(done, logprobs=None),
             "usage": usage(done),
         })
 
