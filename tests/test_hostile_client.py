@@ -86,6 +86,9 @@ def test_hostile_client():
         s.initialize({"maxItems": 5})
         for uri in uris[:2]:
             s.open(uri, "import os\nos.pa\n")
+        # the memory check below is about the run, not the start: wait until the model is loaded
+        # and warmed (a completion waits for it), so its loading is not counted as growth
+        assert s.complete(uris[0], 1, 5, timeout=60).get("result") is not None
         rss = []
         for n in range(MESSAGES):
             message, msg_id = hostile_message(rng, uris, ids)
