@@ -39,8 +39,11 @@ def _cmd_train(a) -> int:
 
     cfg = TrainConfig(seq_len=a.seq_len, batch_size=a.batch_size, lr=a.lr or 1.5e-3,
                       total_steps=a.steps, vocab_size=a.vocab_size, warmup=a.warmup)
+    shape = {k: v for k, v in (("num_hidden_layers", a.layers), ("hidden_size", a.hidden_size),
+                               ("intermediate_size", a.intermediate_size),
+                               ("num_attention_heads", a.heads)) if v is not None}
     train(Path(a.corpus), Path(a.checkpoint), Path(a.out) if a.out else None, cfg, minutes=a.minutes,
-          eval_every=a.eval_every, save_every=a.eval_every, lr=a.lr)
+          eval_every=a.eval_every, save_every=a.eval_every, lr=a.lr, shape=shape)
     return 0
 
 
@@ -200,6 +203,10 @@ def main(argv=None) -> int:
     p.add_argument("--warmup", type=int, default=100)
     p.add_argument("--vocab-size", type=int, default=4096)
     p.add_argument("--eval-every", type=int, default=100)
+    p.add_argument("--layers", type=int, default=None, help="a new run's decoder layers (default 4)")
+    p.add_argument("--hidden-size", type=int, default=None, help="a new run's hidden size (default 256)")
+    p.add_argument("--intermediate-size", type=int, default=None, help="a new run's MLP width (default 512)")
+    p.add_argument("--heads", type=int, default=None, help="a new run's attention heads (default 4)")
     p.set_defaults(fn=_cmd_train)
 
     p = sub.add_parser("export", help="write a quantized model folder from a checkpoint, or a llama.cpp GGUF (--gguf)")

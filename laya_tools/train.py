@@ -195,7 +195,7 @@ def save_checkpoint(ckpt_dir: Path, model: Model, opt, step: int, cfg: TrainConf
 
 def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConfig,
           minutes: float | None = None, log_every: int = 20, eval_every: int = 200,
-          save_every: int = 200, lr: float | None = None) -> dict:
+          save_every: int = 200, lr: float | None = None, shape: dict | None = None) -> dict:
     """Train (or resume) and optionally export a 6-bit model folder.
 
     Args:
@@ -207,6 +207,9 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
         lr: on resume, a new peak learning rate for the rest of the cosine (e.g. lower, to
             continue on new data without forgetting the old); None keeps the checkpoint's.
         minutes: wall-clock budget; training stops (and checkpoints) when it is spent.
+        shape: a new run's model shape, ``ModelArgs`` field names (``hidden_size``,
+            ``num_hidden_layers``, ``intermediate_size``, ``num_attention_heads``); None is the
+            Laya-MLX default (4 layers, hidden 256, 4 heads). Ignored on resume.
 
     Returns:
         The checkpoint's ``state.json`` content (processes other than 0 of a distributed run:
@@ -238,7 +241,11 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
         step, history = meta["step"], meta["history"]
         args = ModelArgs.from_dict(meta["model_args"])
     else:
-        args = ModelArgs(vocab_size=cfg.vocab_size, max_position_embeddings=cfg.seq_len)
+        args = ModelArgs(vocab_size=cfg.vocab_size, max_position_embeddings=cfg.seq_len, **(shape or {}))
+        if shape and "num_attention_heads" in shape and "num_key_value_heads" not in shape:
+            args.num_key_value_heads = args.num_attention_heads
+        if args.hidden_size % args.num_attention_heads:
+            raise ValueError(f"hidden size {args.hidden_size} is not a multiple of {args.num_attention_heads} heads")
     tok, train_tokens, eval_tokens = prepare(corpus_dir, ckpt_dir, cfg)
     if world > 1 and rank == 0:
         _barrier(group)

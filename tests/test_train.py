@@ -38,3 +38,18 @@ def test_train_export_resume(tmp_path):
     assert meta["step"] == 3
     export(ckpt, out)
     assert json.loads((out / "config.json").read_text())["laya_training"]["steps"] == 3
+
+
+def test_a_new_run_takes_its_shape_and_resume_keeps_it(tmp_path):
+    corpus = make_corpus(tmp_path / "corpus")
+    ckpt, out = tmp_path / "ckpt", tmp_path / "model"
+    cfg = TrainConfig(vocab_size=320, seq_len=32, batch_size=2, total_steps=1, warmup=1)
+    shape = {"num_hidden_layers": 2, "hidden_size": 128, "intermediate_size": 256, "num_attention_heads": 2}
+    train(corpus, ckpt, out, cfg, eval_every=1, save_every=1, shape=shape)
+    config = json.loads((out / "config.json").read_text())
+    assert {k: config[k] for k in shape} == shape and config["num_key_value_heads"] == 2
+    assert Predictor.load(out).predict("import textwrap\ntextwrap.de") is not None
+    # on resume the checkpoint's shape wins over a different one asked for
+    meta = train(corpus, ckpt, None, TrainConfig(total_steps=2), eval_every=1, save_every=1,
+                 shape={"num_hidden_layers": 4})
+    assert meta["model_args"]["num_hidden_layers"] == 2 and meta["step"] == 2
