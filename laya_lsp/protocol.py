@@ -326,8 +326,10 @@ def report_server_error(server, error: Exception, source) -> None:
     The one error the client must hear about is a body that is not JSON: pygls's read loop
     reports it here (source ``JsonRpcException``), and the client gets a -32700 answer.
     """
-    if source is JsonRpcException and isinstance(error, ValueError):
-        log.warning("a message body is not valid JSON: %s", error)
+    if source is JsonRpcException and isinstance(error, (ValueError, RecursionError)):
+        # RecursionError: nested deeper than json.loads goes (a request must still be answered)
+        log.warning("a message body is not valid JSON: %s", type(error).__name__ if
+                    isinstance(error, RecursionError) else error)
         server.protocol.send_parse_error()
         return
     if source is FeatureRequestError:  # the request was answered with the error already

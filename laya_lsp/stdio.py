@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import stat
 import sys
 from threading import Event
@@ -45,13 +46,15 @@ class PipeReader:
         return self._reader
 
     async def readline(self) -> bytes:
-        """One line with its ``\\n`` (b"" at end of input), as ``BinaryIO.readline``."""
+        """One line with its ``\\n`` (b"" at end of input), as ``BinaryIO.readline``; a
+        ``Content-Length`` header in any spelling comes back as pygls's loop expects it."""
         stream = await self._stream()
         try:
-            return await stream.readline()
+            line = await stream.readline()
         except ValueError:  # longer than LINE_LIMIT: no LSP header is; drop it and go on
             log.warning("skipping a header line over %d bytes", LINE_LIMIT)
             return b"X-Skipped: line too long\r\n"
+        return canonical_header(line)
 
     async def readexactly(self, n: int) -> bytes:
         """``n`` bytes, or fewer at end of input (as ``BinaryIO.read(n)``)."""
@@ -60,6 +63,29 @@ class PipeReader:
             return await stream.readexactly(n)
         except asyncio.IncompleteReadError as e:
             return e.partial
+
+
+_CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:[ \t]*(\d+)[ \t]*\r?\n?$", re.IGNORECASE)
+
+
+def canonical_header(line: bytes) -> bytes:
+    """``line``, or ``Content-Length: N\\r\\n`` when it ends with a Content-Length header.
+
+    pygls's read loop (``pygls.io_.run_async``) matches exactly ``Content-Length: N\\r\\n``. A
+    header spelled otherwise (``content-length:``, no or two spaces, a bare ``\\n``, which header
+    names' case-insensitivity and lenient peers allow) would never match, and neither would the
+    next message's header when a wrong length leaves body bytes in front of it (a body has no
+    line end of its own): the loop would swallow every later message. Matching the header at the
+    end of the line resynchronizes on the next message instead.
+    """
+    if line.startswith(b"Content-Length: ") and line.endswith(b"\r\n"):
+        return line  # the usual spelling: no regex
+    m = _CONTENT_LENGTH.search(line)
+    if m is None:
+        return line
+    if m.start():
+        log.warning("dropping %d bytes in front of a Content-Length header", m.start())
+    return b"Content-Length: " + m.group(1) + b"\r\n"
 
 
 def pipe_capable(stdin: BinaryIO) -> bool:
@@ -73,6 +99,24 @@ def pipe_capable(stdin: BinaryIO) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
 
 
+class ExitOnClosedWriter(StdoutWriter):
+    """pygls's stdout writer, ending the server when the client has closed its end: pygls logs
+    and swallows the ``BrokenPipeError`` of each write, so the server would run on, unheard."""
+
+    def __init__(self, stdout: BinaryIO, server):
+        super().__init__(stdout)
+        self.server = server
+
+    def write(self, data: bytes) -> None:
+        try:
+            super().write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            log.error("the client closed the server's output; exiting")
+            from .cli import exit_cleanly
+
+            exit_cleanly(self.server, 1)
+
+
 def start_io(server, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
     """Serve ``server`` (a pygls ``LanguageServer``) over stdio, as its ``start_io`` does, but
     reading with :class:`PipeReader` when :func:`pipe_capable` (else pygls's own reader)."""
@@ -81,7 +125,7 @@ def start_io(server, stdin: BinaryIO | None = None, stdout: BinaryIO | None = No
         server.start_io(stdin, stdout)
         return
     server._stop_event = Event()  # what pygls's shutdown() sets to end the loop
-    server.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+    server.protocol.set_writer(ExitOnClosedWriter(stdout or sys.stdout.buffer, server))
     try:
         asyncio.run(run_async(stop_event=server._stop_event, reader=PipeReader(stdin),
                               protocol=server.protocol, logger=log,

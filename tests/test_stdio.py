@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -104,3 +105,74 @@ def test_a_whole_session_over_a_pipe_and_from_a_file(tmp_path, stdin):
     assert got[1]["result"]["serverInfo"]["name"] == "laya-lsp"
     assert got[2]["result"] is None
     assert p.returncode == 0
+
+
+def test_content_length_headers_in_any_spelling_come_back_canonical():
+    from laya_lsp.stdio import canonical_header
+
+    for line in (b"Content-Length: 41\r\n", b"content-length: 41\r\n", b"Content-Length:41\r\n",
+                 b"CONTENT-LENGTH:  41 \r\n", b"Content-Length: 41\n", b'ng"}}Content-Length: 41\r\n'):
+        assert canonical_header(line) == b"Content-Length: 41\r\n", line
+    for line in (b"\r\n", b"\n", b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n",
+                 b"X-Content-Length-Note: x\r\n"):
+        assert canonical_header(line) == line
+
+
+@pytest.mark.parametrize("bad", ["lowercase", "no space", "LF only", "3 bytes short", "3 bytes long"])
+def test_one_misframed_message_does_not_deafen_the_server(bad):
+    """A wrong header spelling or length costs that message (and, when too long, the next one's
+    header), never the session: the server answers again from the next well-framed message."""
+    from tests.lsp_raw import RawServer
+
+    with RawServer() as s:
+        s.initialize()
+        body = json.dumps({"jsonrpc": "2.0", "id": 900, "method": "shutdownX"}).encode()
+        head = {"lowercase": b"content-length: %d\r\n\r\n", "no space": b"Content-Length:%d\r\n\r\n",
+                "LF only": b"Content-Length: %d\n\n"}.get(bad, b"Content-Length: %d\r\n\r\n")
+        n = len(body) + {"3 bytes short": -3, "3 bytes long": 3}.get(bad, 0)
+        s._in.write(head % n + body)
+        s._in.flush()
+        answered = None
+        for _ in range(3):  # a too-long message eats the next one's first bytes: probe again
+            msg_id = s.request("textDocument/completion", {
+                "textDocument": {"uri": "file:///nope.py"}, "position": {"line": 0, "character": 0}})
+            try:
+                answered = s.wait_for(msg_id, timeout=10)
+                break
+            except AssertionError:
+                continue
+        assert answered is not None and "result" in answered
+        if bad in ("lowercase", "no space", "LF only"):  # well-formed apart from the spelling
+            assert s.wait_for(900, timeout=10)["error"]["code"] == -32601  # method not found
+        assert s.exit() == 0
+
+
+def test_a_body_nested_past_the_parser_s_depth_gets_a_parse_error():
+    from tests.lsp_raw import RawServer
+
+    with RawServer() as s:
+        s.initialize()
+        deep = b'{"jsonrpc": "2.0", "id": 7, "method": "textDocument/completion", "params": ' \
+            + b"[" * 100_000 + b"]" * 100_000 + b"}"
+        s.send(deep)
+        deadline = time.monotonic() + 20
+        while not any(m.get("error", {}).get("code") == -32700 for m in s.messages):
+            assert time.monotonic() < deadline, s.messages[-3:]
+            time.sleep(0.05)
+        assert s.call("shutdown")["result"] is None  # and the session goes on
+
+
+def test_the_server_exits_when_the_client_closes_its_output():
+    from tests.lsp_raw import ENV, SERVER, frame
+
+    proc = subprocess.Popen(SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=ENV)
+    try:
+        proc.stdout.close()  # the client stops reading, but keeps our stdin open
+        proc.stdin.write(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                "params": {"processId": None, "rootUri": None, "capabilities": {}}}))
+        proc.stdin.flush()
+        assert proc.wait(timeout=20) == 1
+    finally:
+        proc.kill()
+        proc.wait()
