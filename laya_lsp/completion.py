@@ -76,6 +76,11 @@ async def completion(ls: LayaServer, params: types.CompletionParams) -> types.Co
                             types.TEXT_DOCUMENT_COMPLETION, max_items=max_items, want_line=False)
     if pred is None:
         return empty()
+    candidates = pred.candidates
+    if ls.system2.enabled:
+        uri = params.text_document.uri
+        candidates = ls.system2.merge(uri, pred.context.prefix, candidates)
+        ls.system2.request(uri, pred.context.prefix)  # for the next keystroke (engine.system2)
     return types.CompletionList(is_incomplete=True, items=build_items(
-        pred.context, pred.candidates, insert_replace=ls.client_supports_insert_replace,
+        pred.context, candidates, insert_replace=ls.client_supports_insert_replace,
         max_items=max_items))

@@ -20,7 +20,7 @@ from pygls.workspace import TextDocument
 
 from engine import languages
 
-from . import __version__, completion, inline, logging_setup, protocol, workspace_index
+from . import __version__, completion, inline, logging_setup, protocol, system2, workspace_index
 from .config import InitializationOptions, parse_options
 from .documents import document_head, normalize_newlines
 from .loading import ModelHandle, report_loading
@@ -58,6 +58,8 @@ class LayaServer(LanguageServer):
         self.counting = ThreadPoolExecutor(max_workers=1, thread_name_prefix="laya-count")
         """Builds documents' n-grams off the engine thread (``Predictor.build_document``)."""
         self.workspace_index = workspace_index.WorkspaceIndex(self)
+        self.system2 = system2.System2Runner()
+        """The optional slow model (the ``system2`` option), on its own thread."""
         self._opens = itertools.count(1)
         self.opened: dict[str, int] = {}
         """Open documents -> the number of their ``didOpen``; the engine thread checks it before
@@ -137,6 +139,14 @@ def on_initialize(ls: LayaServer, params: types.InitializeParams) -> None:
     log.info("initialize from %s; options %s", client, ls.options)
     ls.workspace_index.configure(params, ls.options)
     ls.model.start(ls, ls.options)
+    if ls.options.system2:
+        loop = asyncio.get_running_loop()
+
+        def show(reason: str) -> None:  # on the System 2 thread
+            loop.call_soon_threadsafe(ls.window_show_message, types.ShowMessageParams(
+                type=types.MessageType.Warning, message=f"Laya: System 2 is off: {reason}"))
+
+        ls.system2.start(ls.options.system2_path, on_error=show)
 
 
 async def on_initialized(ls: LayaServer, params: types.InitializedParams) -> None:
@@ -160,6 +170,7 @@ async def on_initialized(ls: LayaServer, params: types.InitializedParams) -> Non
 
 def on_shutdown(ls: LayaServer, params: None) -> None:
     ls.workspace_index.shutdown()
+    ls.system2.shutdown()
     ls.bridge.shutdown()
 
 

