@@ -65,12 +65,24 @@ class LspTextDocument(TextDocument):
 
     def _apply_incremental_change(self, change: types.TextDocumentContentChangePartial) -> None:
         lines = self.lines
-        rng = self._position_codec.range_from_client_units(lines, change.range)
-        sl, sc, el, ec = rng.start.line, rng.start.character, rng.end.line, rng.end.character
+        sl, sc = self._from_client_units(lines, change.range.start)
+        el, ec = self._from_client_units(lines, change.range.end)
         if sl == len(lines):  # no lines (the codec clamps any other line): pygls appends
             self._splice(sl, sl, change.text)
         elif el >= sl:  # pygls leaves the text as it is for a range that ends on an earlier line
             self._splice(sl, el + 1, lines[sl][:sc] + change.text + lines[el][ec:])
+
+    def _from_client_units(self, lines: list[str], position: types.Position) -> tuple[int, int]:
+        """pygls's ``position_from_client_units``, clamping included, in O(1) on an ASCII line
+        (pygls walks the line character by character: ~0.3 s a keystroke on a 1 MB minified line)."""
+        line, character = position.line, position.character
+        if line < len(lines) and lines[line].isascii():  # one code unit a character, any encoding
+            n = len(lines[line]) - lines[line].endswith("\r\n")  # pygls counts "\r\n" as one
+            if n == 0:
+                return line, 0
+            return line, (character if character <= n else n - 1)
+        pos = self._position_codec.position_from_client_units(lines, position)
+        return pos.line, pos.character
 
     def _splice(self, a: int, b: int, chunk: str) -> None:
         """Replace ``lines[a:b]`` by the lines of ``chunk``."""
