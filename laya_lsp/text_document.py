@@ -95,5 +95,8 @@ class LspTextDocument(TextDocument):
             b += 1
         if self._chars is not None:
             self._chars += len(chunk) - sum(map(len, lines[a:b]))
-        lines[a:b] = lsp_lines(chunk)
+        if "\r" not in chunk and chunk.find("\n") in (-1, len(chunk) - 1):
+            lines[a:b] = [chunk] if chunk else []  # one line: no regex over a long line
+        else:
+            lines[a:b] = lsp_lines(chunk)
         self._source = None
