@@ -32,6 +32,9 @@ class ModelLoadError(RuntimeError):
 def read_config(folder: Path) -> dict:
     folder = Path(folder)
     if not folder.is_dir():
+        if folder.exists():
+            raise ModelLoadError(f"model folder {folder} is not a folder (give the folder that holds "
+                                 "config.json and the weights)")
         raise ModelLoadError(f"model folder {folder} does not exist")
     path = folder / "config.json"
     if not path.is_file():

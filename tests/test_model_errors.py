@@ -21,6 +21,12 @@ def test_missing_folder(tmp_path):
         Predictor.load(tmp_path / "nope")
 
 
+def test_a_file_given_as_the_model_folder(tmp_path):
+    (tmp_path / "model.gguf").write_bytes(b"GGUF")
+    with pytest.raises(ModelLoadError, match="model.gguf is not a folder"):
+        Predictor.load(tmp_path / "model.gguf")
+
+
 @pytest.mark.parametrize("name", ["config.json", "model.safetensors", "tokenizer.json"])
 def test_missing_file_is_named(copy, name):
     (copy / name).unlink()
