@@ -20,6 +20,7 @@ import bisect
 import logging
 import os
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -144,36 +145,36 @@ class System2:
 
     # -- the guess ----------------------------------------------------------------------------
 
-    def complete_word(self, prefix: str, max_tokens: int = 6,
-                      stop: Callable[[], bool] | None = None) -> str | None:
-        """The identifier being typed at the end of ``prefix``, completed (greedy, token-healed).
+    def continuation(self, prefix: str, max_tokens: int = 12, stop: Callable[[], bool] | None = None,
+                     on_text: Callable[[Continuation], None] | None = None) -> Continuation | None:
+        """The model's greedy text after ``prefix`` to the end of the line (token-healed).
 
         Args:
-            prefix: the text before the cursor (LF line endings). The identifier prefix at its
-                end (possibly empty: the guess is then the next identifier, if the model writes
-                one right after the cursor) is what the guess must start with.
+            prefix: the text before the cursor (LF line endings).
             max_tokens: most tokens generated after the healed ones.
-            stop: called between tokens; True abandons the guess (a newer keystroke).
+            stop: called between tokens; True abandons the continuation (a newer keystroke).
+            on_text: called with the continuation so far after each token (the server shows the
+                first identifier before the line is done).
 
         Returns:
-            The whole identifier (the typed part included), or None when the model's next text is
-            not an identifier longer than the typed part, or ``stop`` said so.
+            The continuation (its ``text`` starts with the identifier prefix at the end of
+            ``prefix``), or None when ``stop`` said so or nothing fits what was typed.
         """
         word = word_prefix(prefix)
         head = prefix[: len(prefix) - len(word)]
         toks = self._prompt(head)
         if not toks:
             return None
-        # heal: the last prompt token comes off and is spelled out again, with the typed part
         back = self.pieces[toks[-1]]
         rest = back + word.encode("utf-8")
         out = b""
-        healed = len(back) + len(word.encode("utf-8"))
         tokens = toks[:-1]
-        logits = self._logits_after(tokens)
+        context = head[-CONTEXT_CHARS:]
+        cont = None
         for _ in range(max_tokens + len(rest)):
             if stop is not None and stop():
                 return None
+            logits = self._logits_after(tokens)
             if rest:
                 ids = self._allowed(rest)
                 if not ids:
@@ -184,9 +185,76 @@ class System2:
             piece = self.pieces[best]
             rest = rest[len(piece):] if len(piece) < len(rest) else b""
             out += piece
+            if rest:
+                tokens = tokens + [best]
+                continue
+            text = out[len(back):].decode("utf-8", "replace").split("\n", 1)
+            cont = Continuation(context, text[0] + ("\n" if len(text) > 1 else ""))
+            if len(text) > 1 or best == self.llm.token_eos():
+                break  # the line ended
+            if on_text is not None:
+                on_text(cont)
+            tokens = tokens + [best]
+        return cont
+
+    def complete_word(self, prefix: str, max_tokens: int = 6,
+                      stop: Callable[[], bool] | None = None) -> str | None:
+        """The identifier being typed at the end of ``prefix``, completed (see :meth:`guess`)."""
+        return self.guess(prefix, max_tokens, stop)[0]
+
+    def guess(self, prefix: str, max_tokens: int = 6,
+              stop: Callable[[], bool] | None = None) -> tuple[str | None, float]:
+        """The identifier being typed at the end of ``prefix``, completed (greedy, token-healed).
+
+        Args:
+            prefix: the text before the cursor (LF line endings). The identifier prefix at its
+                end (possibly empty: the guess is then the next identifier, if the model writes
+                one right after the cursor) is what the guess must start with.
+            max_tokens: most tokens generated after the healed ones.
+            stop: called between tokens; True abandons the guess (a newer keystroke).
+
+        Returns:
+            ``(identifier, probability)``: the whole identifier (the typed part included) and the
+            model's probability of the tokens it chose (those spelling out the healed text
+            renormalized among the tokens allowed there); ``(None, 0.0)`` when the model's next
+            text is not an identifier longer than the typed part, or ``stop`` said so.
+        """
+        word = word_prefix(prefix)
+        head = prefix[: len(prefix) - len(word)]
+        toks = self._prompt(head)
+        if not toks:
+            return None, 0.0
+        # heal: the last prompt token comes off and is spelled out again, with the typed part
+        back = self.pieces[toks[-1]]
+        rest = back + word.encode("utf-8")
+        out = b""
+        logp = 0.0
+        healed = len(back) + len(word.encode("utf-8"))
+        tokens = toks[:-1]
+        logits = self._logits_after(tokens)
+        for _ in range(max_tokens + len(rest)):
+            if stop is not None and stop():
+                return None, 0.0
+            if rest:
+                ids = self._allowed(rest)
+                if not ids:
+                    return None, 0.0
+                sub = logits[ids]
+                k = int(np.argmax(sub))
+                best = ids[k]
+                step = float(sub[k] - sub.max() - np.log(np.exp(sub - sub.max()).sum()))
+            else:
+                best = int(np.argmax(logits))
+                step = float(logits[best] - logits.max() - np.log(np.exp(logits - logits.max()).sum()))
+            piece = self.pieces[best]
+            rest = rest[len(piece):] if len(piece) < len(rest) else b""
+            out += piece
             tail = out[healed:]
             if not rest and tail and not all(_is_ident(b) for b in tail):
+                if _is_ident(piece[0]):  # the token that ends it also adds to it
+                    logp += step
                 break  # the identifier ended
+            logp += step
             tokens = tokens + [best]
             logits = self._logits_after(tokens)
         text = out[len(back):].decode("utf-8", "replace")
@@ -195,8 +263,50 @@ class System2:
             n += 1
         guess = text[:n]
         if len(guess) <= len(word) or not guess.startswith(word) or guess[0].isdigit():
+            return None, 0.0
+        return guess, float(np.exp(logp))
+
+
+CONTEXT_CHARS = 200
+"""Characters before a continuation's start that a later prefix must still end with (plus what
+was typed since) for the continuation to apply there."""
+
+
+@dataclass(frozen=True, slots=True)
+class Continuation:
+    """System 2's text after a place: what the user may type next, to the end of the line.
+
+    ``context`` is the text just before the place (its last :data:`CONTEXT_CHARS`), ``text``
+    the model's continuation from there (it starts with the identifier prefix typed at the place).
+    """
+
+    context: str
+    text: str
+
+    def offset(self, prefix: str) -> int | None:
+        """How far into ``text`` the user is at ``prefix`` (what they typed since is the start of
+        ``text``), or None when ``prefix`` has left it (typed something else, or moved away)."""
+        for d in range(len(self.text), -1, -1):
+            if prefix.endswith(self.text[:d]) and prefix[: len(prefix) - d].endswith(self.context):
+                return d
+        return None
+
+    def word_at(self, prefix: str) -> str | None:
+        """The whole identifier the continuation has at ``prefix``'s cursor, when the user is
+        typing (or about to type) one there and the continuation writes it out to its end;
+        None when ``prefix`` has left the continuation, or it has no identifier there."""
+        d = self.offset(prefix)
+        if d is None:
             return None
-        return guess
+        typed = word_prefix(prefix)
+        if len(typed) > d:  # the identifier began before the continuation
+            return None
+        end = d
+        while end < len(self.text) and (self.text[end] == "_" or self.text[end].isalnum()):
+            end += 1
+        if end == d or end == len(self.text):  # none there, or cut off by the token budget
+            return None
+        return self.text[d - len(typed) : end]
 
 
 def merge(items: Sequence[str], guess: str | None, typed: str, rank: int = 0) -> list[str]:

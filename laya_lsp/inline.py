@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from engine.text import word_prefix
+
 from .predictions import predict_at
 
 if TYPE_CHECKING:
@@ -36,14 +38,31 @@ async def inline_completion(ls: LayaServer, params: types.InlineCompletionParams
                             max_items=LINE_SEARCH_ITEMS, want_line=True)
     if pred is None:
         return empty()
-    line = next((c for c in pred.candidates if c.kind == "line"), None)
+    line = next((c.text for c in pred.candidates if c.kind == "line"), None)
+    if ls.system2.enabled:  # System 2's line, when the user is still on it, refines the fast one
+        line = system2_line(ls, params.text_document.uri, pred.context.prefix) or line
+        ls.system2.request(params.text_document.uri, pred.context.prefix)
     if line is None:
         return empty()
-    text = without_overlap(line.text, pred.context.suffix.split("\n", 1)[0])
+    text = without_overlap(line, pred.context.suffix.split("\n", 1)[0])
     if len(text) <= len(pred.context.word):
         return empty()
     return types.InlineCompletionList(items=[types.InlineCompletionItem(
         insert_text=text, range=pred.context.insert_range, filter_text=text)])
+
+
+def system2_line(ls: LayaServer, uri: str, prefix: str) -> str | None:
+    """The rest of System 2's line at the cursor, from the start of the identifier being typed
+    (``laya_lsp.system2``), or None when it has none for this place."""
+    cont = ls.system2.continuation_for(uri)
+    d = cont.offset(prefix) if cont is not None else None
+    if d is None:
+        return None
+    typed = word_prefix(prefix)
+    if len(typed) > d:
+        return None
+    rest = cont.text[d:].rstrip("\n")
+    return typed + rest if rest.strip() else None
 
 
 def without_overlap(text: str, rest: str) -> str:

@@ -149,26 +149,41 @@ def _cmd_eval(a) -> int:
     if a.system2:
         from engine.system2 import System2, default_path
 
-        system2 = System2(default_path() if a.system2 == "default" else a.system2)
-        print(f"System 2: {system2.path.name}, its guess at rank {a.system2_rank}, "
-              f"{'from the next keystroke on' if a.system2_lag else 'waited for at every key'}")
+        path = default_path() if a.system2 == "default" else Path(a.system2)
+        if a.through_server:
+            print(f"System 2: {path.name} in the server, off then on; a pause of {a.gap_ms:.0f} ms after each answer")
+        else:
+            system2 = System2(path)
+            print(f"System 2: {path.name}, its guess at rank {a.system2_rank}, "
+                  f"{'from the next keystroke on' if a.system2_lag else 'waited for at every key'}; off then on")
     modes = {"without workspace": False, "with workspace": True}
     if a.workspace == "off":
         modes = {"without workspace": False}
     elif a.workspace == "only":
         modes = {"with workspace": True}
     for title, ws in modes.items():
-        if a.through_server:
-            from .replay import evaluate_through_server
+        for s2 in ((False, True) if a.system2 else (False,)):
+            label = title + (", System 2 on" if s2 else ", System 2 off") if a.system2 else title
+            latencies: list[float] = []
+            if a.through_server:
+                from .replay import evaluate_through_server
 
-            scores, secs = evaluate_through_server(files, model=a.model, workspace=ws)
-            where = "through the LSP server (stdio)"
-        else:
-            scores, secs = evaluate_in_process(files, p, workspace=ws, system2=system2,
-                                               system2_rank=a.system2_rank, system2_lag=a.system2_lag)
-            where = "in process"
-        print(f"\nkeystrokes saved and next-identifier accuracy, {title}, {where}, {secs:.0f} s")
-        print(report(scores, pool_recall(files, p) if not ws else None))
+                opts = {"system2": True, "system2Path": str(path)} if s2 else None
+                scores, secs = evaluate_through_server(files, model=a.model, workspace=ws, gap_ms=a.gap_ms,
+                                                       init_options=opts, latencies=latencies)
+                where = "through the LSP server (stdio)"
+            else:
+                scores, secs = evaluate_in_process(files, p, workspace=ws, system2=system2 if s2 else None,
+                                                   system2_rank=a.system2_rank, system2_lag=a.system2_lag)
+                where = "in process"
+            print(f"\nkeystrokes saved and next-identifier accuracy, {label}, {where}, {secs:.0f} s")
+            print(report(scores, pool_recall(files, p) if not ws else None))
+            if latencies:
+                import numpy as np
+
+                q = np.percentile(latencies, [50, 90, 99])
+                print(f"completion round trip over {len(latencies)} requests: median {q[0]:.2f} ms, "
+                      f"p90 {q[1]:.2f} ms, p99 {q[2]:.2f} ms")
     return 0
 
 
@@ -279,6 +294,8 @@ def main(argv=None) -> int:
     p.add_argument("--system2", default=None, metavar="GGUF",
                    help="merge a System 2 model's guesses (a GGUF path, or 'default': `laya system2 install`'s)")
     p.add_argument("--system2-rank", type=int, default=0, help="the System 2 guess's place in the list")
+    p.add_argument("--gap-ms", type=float, default=0.0,
+                   help="with --through-server: the typist's pause after each answer (default 0: back to back)")
     p.add_argument("--system2-lag", type=int, choices=(0, 1), default=1,
                    help="1: a guess joins the next keystroke's list; 0: the user waits for it at every key")
     p.add_argument("--workspace", choices=("both", "off", "only"), default="both",

@@ -235,40 +235,39 @@ def workspace_files(f: EvalFile, typed: set[str]) -> list[tuple[str, str]]:
 
 
 class LaggedSystem2:
-    """System 2 as an editor meets it: the guess computed after one keystroke joins the next one's list.
+    """System 2 as an editor meets it: what it computes after one keystroke serves the next ones.
 
-    After each answer the guess for that prefix is computed (unless the one in hand still fits
-    what was typed), standing in for System 2 running while the user moves to the next key (it
-    takes ~20-60 ms here; typing runs at 100-300 ms a key). The guess for the boundary before an
-    identifier is so first shown once its first character is typed: a conservative model of an
+    After each answer, unless System 2's line in hand still has the identifier at the cursor
+    (``engine.system2.Continuation.word_at``: the user typed along it), System 2 continues the
+    text from there to the end of the line, standing in for it running while the user moves to
+    the next key (~100 ms a line here, ~20-60 ms to the first identifier; typing runs at 100-300
+    ms a key). Its identifier at the cursor joins the list at ``rank``. A boundary right after
+    the user left the line so gets no guess until the next keystroke: a conservative model of an
     editor. ``lag=0`` is a user who waits for System 2 at every key (the upper bound).
     """
 
-    def __init__(self, system2, rank: int = 0, lag: int = 1):
-        self.system2, self.rank, self.lag = system2, rank, lag
-        self.head: str | None = None  # the text before the identifier the guess is for
-        self.guess: str | None = None
+    def __init__(self, system2, rank: int = 0, lag: int = 1, max_tokens: int = 12):
+        self.system2, self.rank, self.lag, self.max_tokens = system2, rank, lag, max_tokens
+        self.cont = None  # engine.system2.Continuation
         self.runs = 0
+
+    def _guess(self, prefix: str) -> str | None:
+        return self.cont.word_at(prefix) if self.cont is not None else None
 
     def __call__(self, items: list[str], prefix: str) -> list[str]:
         from engine.system2 import merge
         from engine.text import word_prefix
 
-        typed = word_prefix(prefix)
-        head = prefix[: len(prefix) - len(typed)]
-        def fits() -> bool:
-            return head == self.head and self.guess is not None and self.guess.startswith(typed) \
-                and len(self.guess) > len(typed)
-
-        if self.lag == 0 and not fits():  # the user waited for it
-            self.head, self.guess = head, self.system2.complete_word(prefix)
+        guess = self._guess(prefix)
+        if guess is None and self.lag == 0:  # the user waited for it
+            self.cont = self.system2.continuation(prefix, max_tokens=self.max_tokens)
             self.runs += 1
-        ok = fits()
-        out = merge(items, self.guess, typed, self.rank) if ok else items
-        if not ok:
-            self.head, self.guess = head, self.system2.complete_word(prefix)
-            self.runs += 1
-        return out
+            guess = self._guess(prefix)
+        if guess is not None:
+            return merge(items, guess, word_prefix(prefix), self.rank)
+        self.cont = self.system2.continuation(prefix, max_tokens=self.max_tokens)
+        self.runs += 1
+        return items
 
 
 def evaluate_in_process(files: list[EvalFile], predictor, workspace: bool = False, system2=None,

@@ -153,13 +153,23 @@ class ReplayClient:
             self.loop.call_soon_threadsafe(self.loop.stop)
 
 
-def evaluate_through_server(files, model=None, workspace: bool = False):
+WARM_REQUESTS = 10
+"""Completions per server left out of the latencies (the first waits for the model to load)."""
+
+
+def evaluate_through_server(files, model=None, workspace: bool = False, gap_ms: float = 0.0,
+                            init_options: dict | None = None, latencies: list | None = None):
     """The ``laya_tools.evaluate`` protocol with every completion asked over LSP stdio.
 
     Args:
         files: ``laya_tools.evaluate.EvalFile`` list.
         workspace: give each file's package (less the typed files) to the server as its workspace
             folder (a temporary copy), one server per package.
+        gap_ms: the typist's pause after each answer before the next keystroke (0: back to back;
+            150 is ~7 keys a second), in which the server's idle-time work (System 2, windows
+            left by a jump, the document's n-grams) can run.
+        init_options: ``initializationOptions`` for the server (e.g. ``{"system2": true}``).
+        latencies: if given, each completion's round trip (ms) is appended to it.
 
     Returns:
         ``({language: (engine score, baseline score)}, seconds)``.
@@ -177,7 +187,7 @@ def evaluate_through_server(files, model=None, workspace: bool = False):
     typed = {f.name for f in files}
     for pkg_dir, group in groups.items():
         tmp = None
-        opts = None
+        opts = init_options
         root = None
         if pkg_dir is not None:
             tmp = tempfile.mkdtemp(prefix="laya-ws-")
@@ -187,6 +197,7 @@ def evaluate_through_server(files, model=None, workspace: bool = False):
                 dst.write_text(text, "utf-8")
             root = Path(tmp).as_uri()
         c = ReplayClient(model, init_options=opts, root_uri=root)
+        asked = [0]
         try:
             if root is not None:
                 c.wait_for_workspace()
@@ -197,7 +208,12 @@ def evaluate_through_server(files, model=None, workspace: bool = False):
 
                 def ask(prefix):
                     c.type_to(prefix)
-                    items, _ = c.complete()
+                    items, secs = c.complete()
+                    asked[0] += 1
+                    if latencies is not None and asked[0] > WARM_REQUESTS:
+                        latencies.append(secs * 1000)
+                    if gap_ms:
+                        time.sleep(gap_ms / 1000)
                     return [i.label for i in items if i.kind != types.CompletionItemKind.Text]
 
                 score_file(f.text, ask, eng, WordCompletion(), base, language=f.language)

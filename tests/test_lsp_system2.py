@@ -54,3 +54,25 @@ def test_the_guess_tops_the_next_list_at_the_same_place():
         items = until(lambda: (lambda got: got if got and got[0] == expected else None)(labels(s)))
         assert set(first) - {expected} <= set(items)  # the fast items stay, below the guess
         assert s.exit() == 0
+
+
+@needs_model
+def test_inline_completion_shows_the_rest_of_system2_s_line():
+    from engine.system2 import System2
+
+    source = "def square(x):\n    ret"
+    cont = System2(GGUF, n_ctx=512).continuation(source, max_tokens=12)
+    expected = cont.text.rstrip("\n")
+    assert expected.startswith("return ") and len(expected) > len("return ")
+    with RawServer() as s:
+        s.initialize({"system2": True, "system2Path": str(GGUF)})
+        s.open(URI, source)
+        params = {"textDocument": {"uri": URI}, "position": {"line": 1, "character": 7},
+                  "context": {"triggerKind": 2}}
+
+        def inline():
+            items = s.call("textDocument/inlineCompletion", params)["result"]["items"]
+            return items[0]["insertText"] if items and items[0]["insertText"] == expected else None
+
+        assert until(inline) == expected
+        assert s.exit() == 0

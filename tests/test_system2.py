@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.system2 import DEFAULT_FILE, System2, System2Error, merge
-from laya_lsp.system2 import Guess, System2Runner, _head
+from engine.system2 import DEFAULT_FILE, Continuation, System2, System2Error, merge
+from laya_lsp.system2 import Guess, System2Runner
 
 GGUF = Path(os.environ.get("LAYA_SYSTEM2_GGUF") or Path.home() / ".cache" / "laya" / "system2" / DEFAULT_FILE)
 HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
@@ -43,12 +43,25 @@ def test_a_missing_model_file_is_a_clear_error_naming_it(tmp_path):
         System2(missing)
 
 
+def test_a_continuation_offers_its_identifiers_while_the_user_follows_it():
+    cont = Continuation("import os\nx = os.", "path.join(base, name)\n")
+    at = "import os\nx = os."
+    assert cont.word_at(at) == "path" and cont.word_at(at + "pa") == "path"
+    assert cont.word_at(at + "path.") == "join"  # the next identifier: no new guess needed
+    assert cont.word_at(at + "path.join(b") == "base"
+    assert cont.word_at(at + "path(") is None  # typed something else: it no longer applies
+    assert cont.word_at(at + "path") is None  # the identifier is typed out
+    assert cont.word_at("y = os.") is None  # another place
+    # an identifier cut off by the token budget is not offered
+    assert Continuation("x = ", "some_long_na").word_at("x = so") is None
+
+
 def test_the_runner_offers_a_guess_only_where_it_was_made():
     from engine.types import Candidate
 
     runner = System2Runner()
     prefix = "import os\nx = os.pa"
-    runner._result = Guess("file:///a.py", _head(prefix), "path")
+    runner._result = Guess("file:///a.py", Continuation("import os\nx = os.", "path\n"))
     cands = [Candidate("pardir", -1.0), Candidate("pathsep", -2.0)]
     assert [c.text for c in runner.merge("file:///a.py", prefix, cands)] == ["path", "pardir", "pathsep"]
     assert [c.text for c in runner.merge("file:///a.py", prefix + "t", cands)] == ["path", "pardir", "pathsep"]
@@ -90,6 +103,17 @@ def test_at_a_boundary_it_guesses_the_next_identifier(model):
 @needs_model
 def test_a_stop_request_abandons_the_guess(model):
     assert model.complete_word("def square(x):\n    ret", stop=lambda: True) is None
+    assert model.continuation("def square(x):\n    ret", stop=lambda: True) is None
+
+
+@needs_model
+def test_the_continuation_runs_to_the_end_of_the_line(model):
+    seen = []
+    prefix = "def square(x):\n    ret"
+    cont = model.continuation(prefix, max_tokens=16, on_text=seen.append)
+    assert cont.text.startswith("return") and cont.text.endswith("\n") and cont.text.count("\n") == 1
+    assert cont.word_at(prefix) == "return"
+    assert seen and all(cont.text.startswith(c.text) for c in seen)  # partial ones grow into it
 
 
 @needs_model
