@@ -1,14 +1,16 @@
-"""System 2 in the server: a larger model's guess for the identifier being typed, off the fast path.
+"""System 2 in the server: a larger model continues the line, off the fast path.
 
-After each completion is answered, :meth:`System2Runner.request` hands the cursor's text to a
-thread of its own (not the engine thread: it holds no MLX state, and llama.cpp releases the GIL
-while it computes), where :class:`engine.system2.System2` completes the identifier. A newer
-request makes the running guess stop between tokens (latest wins). The guess joins the next
-completion list for the same place (:meth:`System2Runner.merge`), at the top, while it still
-starts with what was typed. The fast answer never waits for it.
+After each completion (or inline completion) is answered, :meth:`System2Runner.request` hands
+the cursor's text to a thread of its own (not the engine thread: it holds no MLX state, and
+llama.cpp releases the GIL while it computes), where :class:`engine.system2.System2` continues
+it to the end of the line, publishing the line as it grows. A newer request stops it between
+tokens (latest wins). While the user types along that line, its identifier at the cursor tops
+each completion list (:meth:`System2Runner.merge`) and inline completion shows the rest of it
+(``laya_lsp.inline``); once they type something else, the next answer starts a new line. The
+fast answer never waits for it.
 
 Off unless the ``system2`` option is on; the model file comes from ``laya system2 install`` (or
-the ``system2Path`` option). A missing file or library is reported once, and completion goes on
+the ``system2Path`` option). A missing file or library is shown once, and completion goes on
 without it.
 """
 

@@ -21,7 +21,7 @@ return {
     backend = nil, -- override the variant's backend: 'numpy', 'numba', 'mlx' or 'auto'; nil: the variant's
     workspaceIndex = true, -- index the workspace's source files (honours .gitignore) for suggestions
     watchProcessId = true, -- exit when the editor's processId is gone; false in a container or remote set-up
-    system2 = false, -- a larger local model's guess tops the next list (`laya system2 install` first)
+    system2 = false, -- a larger local model continues the line after each answer (`laya system2 install` first)
     system2Path = nil, -- System 2's GGUF file; nil: the one `laya system2 install` wrote
   },
 }
