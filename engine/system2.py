@@ -93,30 +93,38 @@ class System2:
         self.pieces = pieces
         self._cached: list[int] = []  # tokens in the KV cache
         self._anchor = 0  # where the prompt starts in the text before the cursor
-        self._anchored_text = ""
+        self._anchor_key = ""  # the text there
         self.lock = threading.Lock()
 
     # -- the prompt and the KV cache ---------------------------------------------------------
 
     def _prompt(self, head: str) -> list[int]:
-        """Tokens of ``head`` from the anchor line on (the anchor moves only when needed)."""
+        """Tokens of ``head`` from the anchor line on (the anchor moves only when needed).
+
+        The anchor is found again by its text (the server's ``head`` is a window of the
+        document whose start moves as the user types), so the prompt's tokens extend the cached
+        ones while it grows; past the budget it moves down to a line start that leaves about
+        half of the budget to grow into (~4 characters a token).
+        """
         tok = self.llm.tokenize
-        anchor = self._anchor
-        if anchor > len(head) or not head.startswith(self._anchored_text[:anchor]):
-            anchor = 0  # another document, or the text above the anchor changed
-        # keep the anchor while the prompt fits: its tokens then extend the cached ones
-        for _ in range(3):
-            toks = tok(head[anchor:].encode("utf-8", "replace"), add_bos=False, special=False)
-            if len(toks) <= self.prompt_tokens:
-                break
-            # cut so that about half of the budget is left to grow into (4 chars a token, rough)
-            cut = max(anchor, len(head) - 2 * self.prompt_tokens)
-            nl = head.find("\n", cut)
-            anchor = nl + 1 if nl >= 0 else cut
-        else:
-            toks = toks[-self.prompt_tokens:]
-        self._anchor, self._anchored_text = anchor, head[:anchor]
+        budget = self.prompt_tokens
+        anchor = head.find(self._anchor_key) if len(self._anchor_key) >= 16 or self._anchor == 0 else -1
+        if anchor < 0 or len(head) - anchor > 8 * budget:
+            anchor = self._line_start(head, len(head) - 2 * budget)
+        toks = tok(head[anchor:].encode("utf-8", "replace"), add_bos=False, special=False)
+        if len(toks) > budget:
+            anchor = self._line_start(head, max(anchor, len(head) - 2 * budget))
+            toks = tok(head[anchor:].encode("utf-8", "replace"), add_bos=False, special=False)[-budget:]
+        self._anchor, self._anchor_key = anchor, head[anchor : anchor + 80]
         return toks
+
+    @staticmethod
+    def _line_start(head: str, at: int) -> int:
+        """The first line start at or after ``at`` (``at`` itself when no line starts after it)."""
+        if at <= 0:
+            return 0
+        nl = head.find("\n", at - 1)
+        return nl + 1 if 0 <= nl < len(head) - 1 else at
 
     def _logits_after(self, tokens: list[int]) -> np.ndarray:
         """Make the KV cache hold ``tokens``; the logits after the last one, shape ``(n_vocab,)``."""

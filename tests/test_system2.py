@@ -125,3 +125,15 @@ def test_the_prompt_keeps_its_start_while_it_grows(model):
     assert text[anchor - 1] == "\n"
     model.complete_word(text[:12040])
     assert model._anchor == anchor  # the KV cache's prefix is reused
+
+
+@needs_model
+def test_the_prompt_start_is_found_again_when_the_window_slides(model):
+    """The server hands over a window of the document that moves as the user types."""
+    text = Path(os.__file__).read_text()[:20000]
+    model.complete_word(text[:12000])
+    key = model._anchor_key
+    cached = list(model._cached)
+    model.complete_word(text[500:12010])  # the window's start moved by 500 characters
+    assert model._anchor_key == key
+    assert model._cached[: len(cached) - 8] == cached[: len(cached) - 8]  # the KV cache's prefix kept
