@@ -150,6 +150,10 @@ def _cmd_eval(a) -> int:
         from engine.system2 import System2, default_path
 
         path = default_path() if a.system2 == "default" else Path(a.system2)
+        if not path.is_file():
+            print(f"laya eval: no System 2 model at {path} (run `laya system2 install`, or give --system2 PATH)",
+                  file=sys.stderr)
+            return 2
         if a.through_server:
             print(f"System 2: {path.name} in the server, off then on; a pause of {a.gap_ms:.0f} ms after each answer")
         else:

@@ -219,6 +219,8 @@ def evaluate_through_server(files, model=None, workspace: bool = False, gap_ms: 
                 score_file(f.text, ask, eng, WordCompletion(), base, language=f.language)
                 c.close()
         finally:
+            for message in c.messages:  # what the server showed the user (e.g. an option it refused)
+                print(f"server: {message}", file=sys.stderr)
             c.shutdown()
             if tmp:
                 shutil.rmtree(tmp, ignore_errors=True)
