@@ -63,14 +63,16 @@ class System2:
 
     def __init__(self, path: str | os.PathLike, n_threads: int = 2, n_ctx: int = 1024,
                  prompt_tokens: int = 768):
-        path = Path(path)
+        path = Path(path).expanduser()
+        if path.is_dir():
+            raise System2Error(f"System 2 model {path} is a folder: give the GGUF file")
         if not path.is_file():
             raise System2Error(f"System 2 model {path} does not exist (run `laya system2 install`)")
         try:
             import llama_cpp
         except ImportError as e:
-            raise System2Error("System 2 needs llama-cpp-python: pip install 'laya[system2]' "
-                               f"(it builds llama.cpp, ~13 minutes) ({e})") from e
+            raise System2Error("System 2 needs llama-cpp-python: pip install -e '.[system2]' in the "
+                               f"repository (it builds llama.cpp, ~13 minutes) ({e})") from e
         try:
             self.llm = llama_cpp.Llama(str(path), n_ctx=n_ctx, n_threads=n_threads, n_batch=256,
                                        verbose=False, logits_all=False)
@@ -165,7 +167,7 @@ class System2:
         word = word_prefix(prefix)
         head = prefix[: len(prefix) - len(word)]
         toks = self._prompt(head)
-        if not toks:
+        if len(toks) < 2:  # healing would leave no prompt at all (a file's first token)
             return None
         back = self.pieces[toks[-1]]
         rest = back + word.encode("utf-8")
@@ -247,7 +249,27 @@ class Continuation:
             end += 1
         if end == d or end == len(self.text):  # none there, or cut off by the token budget
             return None
-        return self.text[d - len(typed) : end]
+        word = self.text[d - len(typed) : end]
+        return None if word[0].isdigit() else word
+
+    def rest_at(self, prefix: str) -> str | None:
+        """The rest of the line from the start of the identifier being typed at ``prefix``
+        (for ghost text), without a last identifier or character cut off by the token budget;
+        None when ``prefix`` has left the continuation or nothing is left of it."""
+        d = self.offset(prefix)
+        typed = word_prefix(prefix)
+        if d is None or len(typed) > d:
+            return None
+        rest = self.text[d:]
+        if rest.endswith("\n"):
+            rest = rest[:-1]
+        else:  # cut by the token budget: drop a partial identifier (or byte sequence) at its end
+            rest = rest.rstrip("\ufffd")
+            k = len(rest)
+            while k > 0 and (rest[k - 1] == "_" or rest[k - 1].isalnum()):
+                k -= 1
+            rest = rest[:k]
+        return typed + rest if rest.strip() else None
 
 
 def merge(items: Sequence[str], guess: str | None, typed: str, rank: int = 0) -> list[str]:

@@ -56,10 +56,11 @@ class InitializationOptions:
     """Run System 2: a larger local model (SmolLM2-135M through llama.cpp; ``laya system2
     install`` puts it in place, the ``system2`` extra installs llama.cpp) that continues the line
     after each answer, on its own thread; its identifier at the cursor tops the next lists while
-    you type along it, and inline completion shows the rest of its line. Costs ~170 MB and one
-    core while you type."""
+    you type along it, and inline completion shows the rest of its line. Costs ~170 MB and half
+    the cores (one of two) while you type."""
     system2_path: str | None = None
-    """System 2's model, a llama.cpp GGUF file. Unset: the one ``laya system2 install`` wrote."""
+    """System 2's model, a llama.cpp GGUF file (``~`` expands). Unset: the one ``laya system2
+    install`` wrote."""
 
 
 def _camel(name: str) -> str:

@@ -12,8 +12,6 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from engine.text import word_prefix
-
 from .predictions import predict_at
 
 if TYPE_CHECKING:
@@ -53,16 +51,9 @@ async def inline_completion(ls: LayaServer, params: types.InlineCompletionParams
 
 def system2_line(ls: LayaServer, uri: str, prefix: str) -> str | None:
     """The rest of System 2's line at the cursor, from the start of the identifier being typed
-    (``laya_lsp.system2``), or None when it has none for this place."""
+    (``engine.system2.Continuation.rest_at``), or None when it has none for this place."""
     cont = ls.system2.continuation_for(uri)
-    d = cont.offset(prefix) if cont is not None else None
-    if d is None:
-        return None
-    typed = word_prefix(prefix)
-    if len(typed) > d:
-        return None
-    rest = cont.text[d:].rstrip("\n")
-    return typed + rest if rest.strip() else None
+    return cont.rest_at(prefix) if cont is not None else None
 
 
 def without_overlap(text: str, rest: str) -> str:

@@ -31,8 +31,8 @@ RANK = 0
 """The guess's place in the list (measured on the tune packages: first beats second and beats
 first-only-when-confident, see README)."""
 NICE = 10
-"""The System 2 thread's nice value on Linux (llama.cpp computes on it with one thread), so the
-fast path's threads win the cores while the user types."""
+"""The System 2 thread's nice value on Linux, so the fast path's threads win the cores while the
+user types (with one llama.cpp thread, as on 2 cores, llama.cpp computes on this thread)."""
 MAX_TOKENS = 12
 """Most tokens of a continuation (to the end of the line, ~10-20 ms a token on one core)."""
 
@@ -75,7 +75,8 @@ class System2Runner:
         """
         if self._thread is not None:
             return
-        threads = n_threads or max(1, (os.cpu_count() or 2) // 2)  # leave a core to the fast path
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 2)
+        threads = n_threads or max(1, cores // 2)  # half the cores this process may use
         self._thread = threading.Thread(target=self._run, args=(path, threads, on_error),
                                         name="laya-system2", daemon=True)
         self._thread.start()
@@ -88,9 +89,12 @@ class System2Runner:
 
     def request(self, uri: str, prefix: str) -> None:
         """Continue the text after ``prefix`` (the text before the cursor in ``uri``), unless
-        the continuation in hand still has the identifier there."""
-        if not self.enabled or self.guess_for(uri, prefix) is not None:
+        the user is still on the line in hand and some of it is left."""
+        if not self.enabled:
             return
+        cont = self.continuation_for(uri)
+        if cont is not None and cont.rest_at(prefix) is not None:
+            return  # the user is still on its line: a new one would only replace it
         with self._cond:
             if self._asked == (uri, prefix):
                 return  # already on it (completion and inline completion of one keystroke)

@@ -52,8 +52,28 @@ def test_a_continuation_offers_its_identifiers_while_the_user_follows_it():
     assert cont.word_at(at + "path(") is None  # typed something else: it no longer applies
     assert cont.word_at(at + "path") is None  # the identifier is typed out
     assert cont.word_at("y = os.") is None  # another place
-    # an identifier cut off by the token budget is not offered
+    # an identifier cut off by the token budget is not offered, nor a number
     assert Continuation("x = ", "some_long_na").word_at("x = so") is None
+    assert Continuation("argv[", "1]\n").word_at("argv[") is None
+
+
+def test_ghost_text_is_the_rest_of_the_line_without_a_cut_off_end():
+    cont = Continuation("x = ", "read_config(sys.argv[1])\n")
+    assert cont.rest_at("x = re") == "read_config(sys.argv[1])"
+    assert cont.rest_at("x = read_config(") == "sys.argv[1])"
+    assert cont.rest_at("x = read_config(sys.argv[1])") is None  # nothing left
+    assert cont.rest_at("x = write") is None  # left the line
+    # still growing (or cut by the token budget): no half identifier, no half character
+    assert Continuation("x = ", "open(config_fi").rest_at("x = ") == "open("
+    assert Continuation("s = ", '"x" + "\ufffd').rest_at("s = ") == '"x" + "'
+
+
+def test_a_folder_or_a_tilde_path_is_handled_by_name(tmp_path, monkeypatch):
+    with pytest.raises(System2Error, match="is a folder"):
+        System2(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(System2Error, match=str(tmp_path / "nope.gguf")):
+        System2("~/nope.gguf")
 
 
 def test_the_runner_offers_a_guess_only_where_it_was_made():
@@ -98,6 +118,11 @@ def test_at_a_boundary_it_guesses_the_next_identifier(model):
     guess = model.complete_word("import os\n\nfiles = os.listdir('.')\nfor name in ")
     assert guess is not None and guess.isidentifier()
     assert model.complete_word("import os\nprint(os.") is not None
+
+
+@needs_model
+def test_a_one_token_prompt_gives_no_guess_and_no_error(model):
+    assert model.continuation("(") is None and model.complete_word("#") is None
 
 
 @needs_model
