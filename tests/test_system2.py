@@ -2,7 +2,7 @@
 
 The model tests run SmolLM2-135M-Instruct (Q4_1) through llama.cpp; they need the ``system2``
 extra (llama-cpp-python, which builds llama.cpp for ~13 minutes, so CI does not have it) and the
-file from ``laya system2 install`` (``~/.cache/laya/system2``, or ``$LAYA_SYSTEM2_GGUF``), and
+file from ``laya system2 install`` (see :data:`GGUF`), and
 are skipped, saying which is missing, otherwise.
 """
 
@@ -14,10 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from engine.system2 import DEFAULT_FILE, Continuation, System2, System2Error, merge
+from engine.system2 import DEFAULT_FILE, Continuation, System2, System2Error, default_path, merge
 from laya_lsp.system2 import Guess, System2Runner
 
-GGUF = Path(os.environ.get("LAYA_SYSTEM2_GGUF") or Path.home() / ".cache" / "laya" / "system2" / DEFAULT_FILE)
+GGUF = Path(os.environ.get("LAYA_SYSTEM2_GGUF") or next(
+    (p for p in (default_path(), Path.home() / ".cache" / "laya" / "system2" / DEFAULT_FILE) if p.is_file()),
+    default_path()))
+"""``$LAYA_SYSTEM2_GGUF``, else where ``laya system2 install`` wrote it (``$LAYA_CACHE_DIR`` when
+it was set for the test run, else the default cache)."""
 HAVE_LLAMA = importlib.util.find_spec("llama_cpp") is not None
 needs_model = pytest.mark.skipif(
     not (HAVE_LLAMA and GGUF.is_file()),
