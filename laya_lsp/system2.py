@@ -59,8 +59,6 @@ class System2Runner:
         self.model = None
         self.error: str | None = None
         """Why System 2 is not running (a missing file or library), once it failed to load."""
-        self.guesses = 0
-        """Guesses finished (not stopped by a newer request)."""
 
     @property
     def enabled(self) -> bool:
@@ -116,19 +114,18 @@ class System2Runner:
 
     def merge(self, uri: str, prefix: str, candidates: list) -> list:
         """``candidates`` (``engine.types.Candidate``, best first) with the fitting guess at
-        :data:`RANK` (moved there if the fast engine ranked it lower)."""
+        :data:`RANK` (``engine.system2.merge``: moved there if the fast engine ranked it lower)."""
         guess = self.guess_for(uri, prefix)
         if guess is None:
             return candidates
+        from engine.system2 import merge
+        from engine.text import word_prefix
         from engine.types import Candidate
 
-        at = next((i for i, c in enumerate(candidates) if c.text == guess), None)
-        if at is not None and at <= RANK:
-            return candidates
+        order = merge([c.text for c in candidates], guess, word_prefix(prefix), RANK)
+        by_text = {c.text: c for c in candidates}
         top = candidates[0].score if candidates else 0.0
-        out = [c for c in candidates if c.text != guess]
-        out.insert(min(RANK, len(out)), Candidate(guess, top, "identifier"))
-        return out
+        return [by_text.get(t) or Candidate(t, top, "identifier") for t in order]
 
     def _run(self, path: str | None, threads: int, on_error) -> None:
         from engine.system2 import System2, System2Error, default_path
@@ -167,4 +164,3 @@ class System2Runner:
                 continue
             if cont is not None and self._seq == seq:
                 self._result = Guess(uri, cont)
-                self.guesses += 1
