@@ -29,6 +29,7 @@ _LINE_END = re.compile(r"(?:\r\n|[\n\r])\Z")
 _ILL_FORMED = re.compile("[\ud800-\udfff]")
 """Lone surrogates: valid in a JSON string, but no UTF-8 encoder (the tokenizer's) can take them."""
 _WORD_AHEAD = re.compile(r"\w*")
+_BREAK = re.compile(r"\r\n|[\n\r]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,16 +119,54 @@ def text_around(lines: Sequence[str], line: int, character: int, before: int,
     return (text_before[-before:] if before > 0 else ""), "".join(tail)[:max(0, after)]
 
 
-def document_head(doc: TextDocument, chars: int) -> str:
+def document_head(doc: TextDocument, chars: int, *, typing_at: ServerTextPosition | None = None) -> str:
     """The first ``chars`` characters of ``doc`` (read from its lines: a large document's whole
-    text is never joined for it)."""
+    text is never joined for it).
+
+    Args:
+        doc: the open document.
+        chars: most characters to return.
+        typing_at: where the user is typing (code points), or None. The identifier touching it is
+            replaced by spaces, one for one: it is likely half typed (``prin`` on the way to
+            ``print``), and a word counted from it would be offered back later as if the document
+            used it (editors' word completion leaves the word at the cursor out the same way).
+    """
     out, n = [], 0
-    for ln in doc.lines:
+    for i, ln in enumerate(doc.lines):
         if n >= chars:
             break
+        if typing_at is not None and i == typing_at.line:
+            ln = blank_word_at(ln, typing_at.character)
         out.append(ln)
         n += len(ln)
     return "".join(out)[:chars]
+
+
+def blank_word_at(line: str, character: int) -> str:
+    """``line`` with the identifier that touches ``character`` (a code-point offset; the word may
+    end or start there) replaced by as many spaces; unchanged when none does."""
+    start = character
+    while start > 0 and (line[start - 1].isalnum() or line[start - 1] == "_"):
+        start -= 1
+    end = character
+    while end < len(line) and (line[end].isalnum() or line[end] == "_"):
+        end += 1
+    return line if start == end else line[:start] + " " * (end - start) + line[end:]
+
+
+def position_after_change(change: types.TextDocumentContentChangeEvent,
+                          doc: TextDocument) -> types.Position | None:
+    """The cursor after a ranged content change: the end of the inserted text, in the client's
+    units (``doc``'s position codec). None for a whole-text change, which says nothing about
+    the cursor."""
+    rng = getattr(change, "range", None)
+    if rng is None:
+        return None
+    *before, last = _BREAK.split(change.text)
+    width = doc.position_codec.client_num_units(last)
+    if before:
+        return types.Position(line=rng.start.line + len(before), character=width)
+    return types.Position(line=rng.start.line, character=rng.start.character + width)
 
 
 def cursor_context(doc: TextDocument, position: types.Position, *,

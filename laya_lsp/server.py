@@ -22,7 +22,7 @@ from engine import languages
 
 from . import __version__, completion, inline, logging_setup, protocol, system2, workspace_index
 from .config import InitializationOptions, parse_options
-from .documents import document_head, normalize_newlines
+from .documents import clamp_position, document_head, normalize_newlines, position_after_change
 from .loading import ModelHandle, report_loading
 from .scheduling import EngineBridge, Sequencer, Throttle
 from .text_document import LspTextDocument
@@ -58,6 +58,9 @@ class LayaServer(LanguageServer):
         self.counting = ThreadPoolExecutor(max_workers=1, thread_name_prefix="laya-count")
         """Builds documents' n-grams off the engine thread (``Predictor.build_document``)."""
         self.workspace_index = workspace_index.WorkspaceIndex(self)
+        self.typing_at: dict[str, types.Position] = {}
+        """Per document, where its last edit left the cursor (client units): the word there is
+        left out of the document's n-gram until the user moves on (it is likely half typed)."""
         self.system2 = system2.System2Runner()
         """The optional slow model (the ``system2`` option), on its own thread."""
         self._opens = itertools.count(1)
@@ -93,7 +96,9 @@ class LayaServer(LanguageServer):
         doc = self.open_document(uri)
         if doc is None:
             return
-        text = normalize_newlines(document_head(doc, MAX_OBSERVE_CHARS))
+        cursor = self.typing_at.get(uri)
+        at = clamp_position(doc, cursor) if cursor is not None else None
+        text = normalize_newlines(document_head(doc, MAX_OBSERVE_CHARS, typing_at=at))
         predictor = self.model.predictor
         if predictor is None:
             return
@@ -179,6 +184,7 @@ def on_shutdown(ls: LayaServer, params: None) -> None:
 def did_open(ls: LayaServer, params: types.DidOpenTextDocumentParams) -> None:
     uri = params.text_document.uri
     ls.opened[uri] = next(ls._opens)
+    ls.typing_at.pop(uri, None)
     ls.sequencer.opened(uri)
     ls.observer.cancel(uri)
     ls.observer.trigger(uri, lambda: ls.observe(uri))
@@ -188,6 +194,12 @@ def did_change(ls: LayaServer, params: types.DidChangeTextDocumentParams) -> Non
     uri = params.text_document.uri
     ls.sequencer.edited(uri)
     doc = ls.open_document(uri)
+    if doc is not None and params.content_changes:
+        cursor = position_after_change(params.content_changes[-1], doc)
+        if cursor is None:
+            ls.typing_at.pop(uri, None)
+        else:
+            ls.typing_at[uri] = cursor
     chars = min(MAX_OBSERVE_CHARS, doc.chars if isinstance(doc, LspTextDocument) else 0)
     ls.observer.trigger(uri, lambda: ls.observe(uri),
                         OBSERVE_INTERVAL_S * max(1.0, chars / OBSERVE_CHARS_PER_INTERVAL))
@@ -196,6 +208,7 @@ def did_change(ls: LayaServer, params: types.DidChangeTextDocumentParams) -> Non
 def did_close(ls: LayaServer, params: types.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
     ls.opened.pop(uri, None)
+    ls.typing_at.pop(uri, None)
     ls.sequencer.forget(uri)
     ls.observer.cancel(uri)
     ls.bridge.submit_background(_forget_job, ls.model, uri)
