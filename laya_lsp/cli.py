@@ -18,9 +18,6 @@ from . import __version__, logging_setup
 
 log = logging.getLogger(__name__)
 
-SWITCH_INTERVAL_S = 0.0005
-"""CPython's thread switch interval in the server (CPython's default: 5 ms; see ``main``).
-``LAYA_SWITCH_INTERVAL_MS`` overrides it (for side-by-side benchmarks)."""
 CHECK_SAMPLE = "import os\n\n\ndef main(argv):\n    path = os.path.join(argv[0], 'x')\n    return pa"
 
 
@@ -146,11 +143,13 @@ def main(argv: list[str] | None = None) -> int:
 
     from .server import create_server
 
-    # The engine thread's idle prefill calls the AOT kernels, which hold the GIL, in a tight loop:
-    # with CPython's default 5 ms switch interval a request waited up to 5 ms at each GIL hand-off
-    # between the event loop and the engine thread (keystrokes 30 ms apart: 8.2 ms median round
-    # trip, against 2.7 ms without idle work). Half a millisecond bounds each wait.
-    sys.setswitchinterval(float(os.environ.get("LAYA_SWITCH_INTERVAL_MS", SWITCH_INTERVAL_S * 1e3)) / 1e3)
+    from engine.worker import set_switch_interval
+
+    try:
+        set_switch_interval()  # requests must not queue behind the engine thread's GIL
+    except ValueError as e:
+        log.error("%s", e)
+        return 2
     server = create_server(cli_log_level=args.log_level)
     code = 0
     try:

@@ -54,6 +54,13 @@ def main(a: argparse.Namespace) -> int:
         if not lo <= v <= hi:
             print(f"laya serve: {name} must be between {lo} and {hi}, got {v}", file=sys.stderr)
             return 2
+    from engine.worker import set_switch_interval
+
+    try:
+        set_switch_interval()  # requests must not queue behind the engine thread's GIL
+    except ValueError as e:
+        print(f"laya serve: {e}", file=sys.stderr)
+        return 2
     if not is_loopback(a.host):
         print(f"laya serve: warning: listening on {a.host}, not loopback: anyone who can reach this "
               "machine can use the service (there is no authentication)", file=sys.stderr)

@@ -153,3 +153,24 @@ def test_stray_prints_do_not_reach_the_json_rpc_stream():
     assert out.returncode == 0, out.stderr
     assert out.stdout == b"FRAME"
     assert b"python noise" in out.stderr and b"native noise" in out.stderr
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "fast"])
+def test_bad_switch_interval_is_a_clear_error(value):
+    env = dict(os.environ, LAYA_SWITCH_INTERVAL_MS=value)
+    r = subprocess.run([sys.executable, "-m", "laya_lsp"], input=b"", capture_output=True, env=env,
+                       timeout=60)
+    assert r.returncode == 2
+    assert b"LAYA_SWITCH_INTERVAL_MS must be a positive number" in r.stderr and value.encode() in r.stderr
+    assert r.stdout == b""
+
+
+def test_switch_interval_applies():
+    from engine.worker import SWITCH_INTERVAL_S, set_switch_interval
+
+    saved = sys.getswitchinterval()
+    try:
+        set_switch_interval()
+        assert abs(sys.getswitchinterval() - SWITCH_INTERVAL_S) < 1e-9
+    finally:
+        sys.setswitchinterval(saved)
