@@ -66,7 +66,15 @@ C = Language(
         "inline int long register restrict return short signed sizeof static struct switch typedef "
         "union unsigned void volatile while NULL"))
 
-LANGUAGES: tuple[Language, ...] = (PYTHON, JAVASCRIPT, TYPESCRIPT, GO, RUST, C)
+PROSE = Language(
+    "prose", ("markdown", "plaintext", "restructuredtext", "git-commit", "text", "asciidoc", "org"),
+    (".md", ".markdown", ".rst", ".txt", ".adoc", ".org"), frozenset())
+"""English prose (the typing variant, ``configs/typing.toml``): Markdown, plain text, reST, commit
+messages. The code model has no lexicon for it; the typing model has only this one."""
+
+CODE_LANGUAGES: tuple[Language, ...] = (PYTHON, JAVASCRIPT, TYPESCRIPT, GO, RUST, C)
+"""The languages of the code variant's corpus and lexicons."""
+LANGUAGES: tuple[Language, ...] = CODE_LANGUAGES + (PROSE,)
 BY_NAME = {lang.name: lang for lang in LANGUAGES}
 UNKNOWN = Language("unknown", (), (), frozenset())
 """Documents of any other language: no corpus lexicon (the document, workspace and network only)."""
@@ -86,4 +94,9 @@ def for_path(path: str) -> Language:
 def for_document(language_id: str | None, uri: str = "") -> Language:
     """The language of an open document: its LSP ``languageId``, else its extension."""
     lang = _BY_ID.get((language_id or "").lower())
-    return lang if lang is not None else for_path(uri.split("?", 1)[0])
+    if lang is not None and lang is not PROSE:
+        return lang
+    # an unknown id, or "plaintext" from an editor that does not know the file's language: a
+    # code file's extension wins (``main.go`` sent as plaintext is Go)
+    by_path = for_path(uri.split("?", 1)[0])
+    return by_path if lang is None or by_path in CODE_LANGUAGES else lang

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pathspec
 
-from engine.languages import UNKNOWN, for_path
+from engine.languages import CODE_LANGUAGES, for_path
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +152,7 @@ def read_workspace(folders: list[str | Path], *, max_files: int = MAX_FILES, max
                 if out.stopped:
                     break
                 lang = for_path(name)
-                if lang is UNKNOWN:
+                if lang not in CODE_LANGUAGES:  # prose (README.md, notes.txt) is not indexed
                     continue
                 rel = f"{rel_dir}/{name}" if rel_dir else name
                 if here.ignored(rel, is_dir=False):

@@ -26,7 +26,7 @@ from lsprotocol import types
 from pygls.capabilities import get_capability
 from pygls.uris import from_fs_path, to_fs_path
 
-from engine.languages import LANGUAGES, UNKNOWN, for_path
+from engine.languages import CODE_LANGUAGES, for_path
 
 from .config import InitializationOptions
 from .scheduling import Throttle
@@ -57,7 +57,7 @@ def _executor() -> ThreadPoolExecutor:
 
 def watch_globs() -> list[str]:
     """Glob patterns for ``didChangeWatchedFiles``: each known language's extensions, .gitignore."""
-    exts = sorted({e for lang in LANGUAGES for e in lang.extensions})
+    exts = sorted({e for lang in CODE_LANGUAGES for e in lang.extensions})
     return [f"**/*{e}" for e in exts] + ["**/.gitignore"]
 
 
@@ -118,7 +118,7 @@ class WorkspaceIndex:
         if path is None:
             return False
         name = os.path.basename(path)
-        if for_path(name) is UNKNOWN and name != ".gitignore":
+        if for_path(name) not in CODE_LANGUAGES and name != ".gitignore":
             return False
         for root in self.folders.values():
             rel = os.path.relpath(path, root)

@@ -11,11 +11,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CORPUS = ROOT / "corpus" / "build"
 DEFAULT_CKPT = ROOT / "checkpoints" / "laya-code"
+DEFAULT_PROSE_CORPUS = ROOT / "corpus" / "prose-build"
 
 
 def _cmd_corpus(a) -> int:
     from . import corpus
 
+    if a.prose:
+        return _prose_corpus(a)
     if a.count_only:
         packages = corpus.load_manifest()
     else:
@@ -31,6 +34,33 @@ def _cmd_corpus(a) -> int:
         totals = {split: sum(p.tokens for p in packages if p.split == split) for split in ("train", "eval")}
         corpus.save_manifest(packages, extra={"tokens_total": totals, "tokenizer": str(tok_path.relative_to(ROOT))
                                                if tok_path.is_relative_to(ROOT) else str(tok_path)})
+    return 0
+
+
+def _prose_corpus(a) -> int:
+    """``laya corpus --prose``: the typing variant's READMEs (``laya_tools.prose_corpus``)."""
+    from . import prose_corpus
+
+    out = Path(a.out) if a.out != str(DEFAULT_CORPUS) else DEFAULT_PROSE_CORPUS
+    if a.discover:
+        packages = prose_corpus.discover(out)
+    else:
+        wanted = prose_corpus.load_manifest()
+        packages = prose_corpus.build(out, wanted)
+        if len(packages) < len(wanted):
+            print(f"laya corpus --prose: {len(wanted) - len(packages)} of {len(wanted)} READMEs could not be "
+                  "fetched or no longer pass the filters (see the log)", file=sys.stderr)
+    if a.discover or a.update_manifest:
+        tok_path = Path(a.checkpoint) / "tokenizer.json"
+        if tok_path.exists():
+            from engine.tokenizer import load_tokenizer
+
+            tok = load_tokenizer(tok_path)
+            for pkg in packages:
+                f = next((out / pkg.split / "prose" / f"{pkg.source}-{pkg.folder}").glob("README.*"))
+                pkg.tokens = len(tok.encode(f.read_text("utf-8")).ids)
+        prose_corpus.save_manifest(packages)
+    print(f"{len(packages)} READMEs under {out}")
     return 0
 
 
@@ -136,12 +166,17 @@ def _cmd_eval(a) -> int:
 
     from .evaluate import evaluate_in_process, pick_files, pool_recall, report
 
+    if a.variant == "typing":  # prose: its corpus and its one language
+        if a.corpus == str(DEFAULT_CORPUS):
+            a.corpus = str(DEFAULT_PROSE_CORPUS)
+        a.languages = a.languages or "prose"
     files = pick_files(Path(a.corpus), a.files, a.max_chars, seed=a.seed, split=a.split,
                        languages=a.languages.split(",") if a.languages else None)
     if not files:
-        print(f"no {a.split} files under {a.corpus}/{a.split}: run `laya corpus` first", file=sys.stderr)
+        run = "laya corpus --prose" if a.variant == "typing" else "laya corpus"
+        print(f"no {a.split} files under {a.corpus}/{a.split}: run `{run}` first", file=sys.stderr)
         return 2
-    p = Predictor.load(a.model)
+    p = Predictor.load(a.model, variant=a.variant)
     p.warmup()
     nchars = sum(len(f.text) for f in files)
     print(f"{a.split} files: {len(files)} ({nchars} chars): " + ", ".join(f"{f.language}:{f.name}" for f in files))
@@ -229,6 +264,11 @@ def main(argv=None) -> int:
     p.add_argument("--update-manifest", action="store_true", help="rewrite licences, file and token counts")
     p.add_argument("--count-only", action="store_true", help="do not download: count the existing corpus")
     p.add_argument("--checkpoint", default=str(DEFAULT_CKPT), help="its tokenizer.json counts tokens")
+    p.add_argument("--prose", action="store_true",
+                   help="instead: the typing variant's prose corpus (corpus/prose-manifest.json; "
+                        "--out defaults to corpus/prose-build)")
+    p.add_argument("--discover", action="store_true",
+                   help="with --prose: find packages anew and rewrite the prose manifest")
     p.set_defaults(fn=_cmd_corpus)
 
     p = sub.add_parser("train", help="train or resume; export the 6-bit model folder with --out")
@@ -295,6 +335,8 @@ def main(argv=None) -> int:
     p.add_argument("--split", choices=("eval", "tune"), default="eval",
                    help="eval: the reported packages; tune: the packages ranking weights are tuned on")
     p.add_argument("--languages", default=None, help="comma-separated languages (default: all in the corpus)")
+    p.add_argument("--variant", default="code",
+                   help="engine variant (configs/); typing: held-out prose (corpus/prose-build, language prose)")
     p.add_argument("--system2", default=None, metavar="GGUF",
                    help="merge a System 2 model's guesses (a GGUF path, or 'default': `laya system2 install`'s)")
     p.add_argument("--system2-rank", type=int, default=0, help="the System 2 guess's place in the list")

@@ -71,8 +71,10 @@ def targets(text: str, language: str = "python"):
 
     Python: ``tokenize`` NAME tokens. A text cut inside a string or bracket (held-out files are cut
     at ``--max-chars``) keeps the NAME tokens read before the point where Python's tokenizer gives
-    up; the unterminated rest is not code. Other languages: Pygments' Name and Keyword tokens.
+    up; the unterminated rest is not code. Other languages: Pygments' Name and Keyword tokens; prose: every word.
     """
+    if language == "prose":  # every word is typed the same way
+        return [(m.start(), m.group()) for m in IDENT.finditer(text) if len(m.group()) >= 2]
     if language != "python":
         return _pygments_targets(text, language)
     import io

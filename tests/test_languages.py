@@ -26,7 +26,7 @@ def predictor():
 
 
 def test_every_known_language_ships_a_lexicon(predictor):
-    assert set(predictor.lexicons) == {lang.name for lang in languages.LANGUAGES}
+    assert set(predictor.lexicons) == {lang.name for lang in languages.CODE_LANGUAGES}
 
 
 @pytest.mark.parametrize("lang", sorted(SAMPLES))
