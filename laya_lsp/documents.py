@@ -1,8 +1,9 @@
 """Cursor geometry: what text the engine sees and which range a suggestion replaces.
 
 Every conversion between a client ``Position`` (UTF-16 code units by default, UTF-8/UTF-32 when
-negotiated) and string offsets goes through pygls's :class:`~pygls.workspace.TextDocument` and its
-position codec; a Python string is never indexed with ``position.character``. Ranges are computed
+negotiated) and string offsets goes through the document's negotiated encoding (pygls's position
+codec) and :mod:`laya_lsp.units` (the same rounding, computed in C); a Python string is never
+indexed with ``position.character``. Ranges are computed
 in the real document (CRLF kept); only the text handed to the engine is normalized to LF and
 bounded in size.
 """
@@ -15,9 +16,11 @@ from dataclasses import dataclass
 
 from lsprotocol import types
 from pygls.workspace import TextDocument
-from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
+from pygls.workspace.position_codec import ServerTextPosition
 
 from engine.text import word_prefix
+
+from . import units
 
 MAX_PREFIX_CHARS = 64 * 1024
 """Most characters before the cursor handed to the engine (its context window is far smaller)."""
@@ -83,13 +86,9 @@ def clamp_position(doc: TextDocument, position: types.Position,
     content = _LINE_END.sub("", lines[position.line])
     if content.isascii():  # one code unit per character in every encoding: no conversion needed
         return ServerTextPosition(position.line, min(position.character, len(content)))
-    codec = doc.position_codec
-    width = codec.client_num_units(content)
-    # pygls clamps an overlong character to the line length minus one (and mutates the Position it
-    # is given), so hand it a fresh, already-clamped one.
-    clamped = types.Position(line=position.line, character=min(position.character, width))
-    server = codec.position_from_client_units(lines, clamped)
-    return ServerTextPosition(server.line, min(server.character, len(content)))
+    encoding = doc.position_codec.encoding
+    width = units.num_units(content, encoding)
+    return ServerTextPosition(position.line, units.to_code_points(content, min(position.character, width), encoding))
 
 
 def text_around(lines: Sequence[str], line: int, character: int, before: int,
@@ -163,7 +162,7 @@ def position_after_change(change: types.TextDocumentContentChangeEvent,
     if rng is None:
         return None
     *before, last = _BREAK.split(change.text)
-    width = doc.position_codec.client_num_units(last)
+    width = units.num_units(last, doc.position_codec.encoding)
     if before:
         return types.Position(line=rng.start.line + len(before), character=width)
     return types.Position(line=rng.start.line, character=rng.start.character + width)
@@ -200,8 +199,13 @@ def cursor_context(doc: TextDocument, position: types.Position, *,
                                end=types.Position(line=b.line, character=b.character))
         insert_range, replace_range = rng(start, cursor), rng(start, end_of_word)
     else:
-        codec = doc.position_codec
-        insert_range = codec.range_to_client_units(lines, ServerTextRange(start, cursor))
-        replace_range = codec.range_to_client_units(lines, ServerTextRange(start, end_of_word))
+        encoding = doc.position_codec.encoding
+        here = lines[cursor.line]
+
+        def client(p: ServerTextPosition) -> types.Position:
+            return types.Position(line=p.line, character=units.to_units(here, p.character, encoding))
+
+        insert_range = types.Range(start=client(start), end=client(cursor))
+        replace_range = types.Range(start=client(start), end=client(end_of_word))
     return CursorContext(prefix=prefix, suffix=suffix, word=word,
                          insert_range=insert_range, replace_range=replace_range)
