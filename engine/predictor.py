@@ -35,7 +35,7 @@ from .context import ContextWindow, LineCache
 from .languages import BY_NAME, UNKNOWN, Language
 from .lexicon import CorpusLexicon, DocLexicon, PoolBuilder, context_keys, merge_lexicons, pieces
 from .model_io import ModelLoadError
-from .text import word_prefix
+from .text import in_number, word_prefix
 from .tokenizer import EOS, load_tokenizer
 from .types import Candidate
 from .continuation import MAX_WORD_TOKENS, continue_line, line_is_open, without_suffix
@@ -362,8 +362,10 @@ class Predictor:
 
         Returns:
             Candidates, best first. Identifier candidates start with the typed prefix and are
-            longer than it.
+            longer than it. None inside a number literal (``0xab``: ``engine.text.in_number``).
         """
+        if in_number(prefix):
+            return []
         typed = word_prefix(prefix)
         ctx_text = prefix[: len(prefix) - len(typed)] if typed else prefix
         if doc_id is not None:
@@ -452,10 +454,11 @@ class Predictor:
         else:
             order = np.argsort(-score, kind="stable").tolist()
         out: list[Candidate] = []
+        plain = "word" if lang.name == "prose" else "identifier"
         for i in order:
             w = words[i]
             if len(w) > len(typed):
-                out.append(Candidate(w, float(score[i]), "keyword" if w in lang.keywords else "identifier"))
+                out.append(Candidate(w, float(score[i]), "keyword" if w in lang.keywords else plain))
                 if len(out) >= max_items:
                     break
         return out

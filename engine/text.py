@@ -18,3 +18,13 @@ def word_prefix(prefix: str) -> str:
     while i < len(w) and w[i].isdigit():
         i += 1
     return w[i:]
+
+
+def in_number(prefix: str) -> bool:
+    """True when the cursor is inside a number literal: the run of identifier characters before
+    it starts with a digit (``"x = 0xab"``, ``"1e5"``, ``"12"``). No identifier belongs there:
+    ``0xab`` completed to ``0xabs`` would break the number."""
+    i = len(prefix)
+    while i > 0 and (prefix[i - 1].isalnum() or prefix[i - 1] == "_"):
+        i -= 1
+    return i < len(prefix) and prefix[i].isdigit()

@@ -11,8 +11,8 @@ class Candidate:
 
     ``text`` replaces the identifier prefix being typed (the trailing identifier characters of the
     prefix; see :func:`engine.text.word_prefix`), so it starts at the word start: typing ``os.pa``
-    gives ``text="path"`` (receiver and dot stay). ``kind`` is ``"identifier"``, ``"keyword"`` or
-    ``"line"`` (a continuation to the end of the line, ``text`` may contain spaces and punctuation).
+    gives ``text="path"`` (receiver and dot stay). ``kind`` is ``"identifier"``, ``"keyword"``,
+    ``"word"`` (prose) or ``"line"`` (a continuation to the end of the line, ``text`` may contain spaces and punctuation).
     ``score`` is a log-probability-like number: higher is better; only the order is meaningful.
     """
 

@@ -26,6 +26,7 @@ OPTIONS = types.CompletionOptions(trigger_characters=TRIGGER_CHARACTERS, resolve
 _KINDS = {
     "identifier": types.CompletionItemKind.Variable,
     "keyword": types.CompletionItemKind.Keyword,
+    "word": types.CompletionItemKind.Text,
     "line": types.CompletionItemKind.Text,
 }
 
@@ -41,7 +42,9 @@ def build_items(ctx: CursorContext, candidates: list[Candidate], *, insert_repla
     Args:
         ctx: where the cursor is and what is being typed.
         candidates: the engine's candidates, best first; duplicates keep the first.
-        insert_replace: use ``InsertReplaceEdit`` (client declared ``insertReplaceSupport``).
+        insert_replace: use ``InsertReplaceEdit`` (client declared ``insertReplaceSupport``);
+            else a ``TextEdit`` over the whole identifier around the cursor (``replace_range``),
+            so accepting an item inside a word never repeats the word's end (``os.pa|th``).
         max_items: most items.
     """
     items: list[types.CompletionItem] = []
@@ -53,8 +56,8 @@ def build_items(ctx: CursorContext, candidates: list[Candidate], *, insert_repla
         if insert_replace:
             edit = types.InsertReplaceEdit(new_text=cand.text, insert=ctx.insert_range,
                                            replace=ctx.replace_range)
-        else:
-            edit = types.TextEdit(range=ctx.insert_range, new_text=cand.text)
+        else:  # the whole identifier around the cursor: "os.pa|th" + "path" is "os.path"
+            edit = types.TextEdit(range=ctx.replace_range, new_text=cand.text)
         items.append(types.CompletionItem(
             label=cand.text,
             kind=_KINDS.get(cand.kind, types.CompletionItemKind.Text),

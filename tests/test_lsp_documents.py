@@ -141,6 +141,18 @@ def test_build_items_text_edits_sort_and_dedupe():
         assert item.insert_text_format == types.InsertTextFormat.PlainText
 
 
+def test_plain_text_edit_covers_the_word_after_the_cursor_too():
+    """A client without insertReplaceSupport (eglot, Neovim 0.11): ``os.pa|th`` + ``path`` must
+    give ``os.path``, not ``os.pathth``."""
+    doc = doc_of("import os\nos.path.join('a')\n")
+    ctx = cursor_context(doc, pos(1, 5))
+    (item,) = build_items(ctx, [Candidate("path", 1.0, "identifier")], insert_replace=False, max_items=5)
+    assert item.text_edit.range == types.Range(start=pos(1, 3), end=pos(1, 7))
+    line = "os.path.join('a')"
+    r = item.text_edit.range
+    assert line[: r.start.character] + item.text_edit.new_text + line[r.end.character:] == line
+
+
 def test_build_items_insert_replace_and_max_items():
     cands = [Candidate(f"pa{i}", -i, "identifier") for i in range(10)]
     items = build_items(_ctx(), cands, insert_replace=True, max_items=3)

@@ -226,3 +226,14 @@ def test_full_window_and_a_very_long_identifier_never_overflow_the_kv_cache():
     for k in range(len(text) - 12, len(text) + 1):
         assert p.predict(text[:k], want_line=True) is not None
     assert len(p.cached) <= p.backend.capacity
+
+
+def test_no_identifier_inside_a_number_literal(pred):
+    from engine.text import in_number
+
+    assert in_number("x = 0xab") and in_number("y = 1e5") and in_number("n = 12")
+    assert not in_number("x = a0") and not in_number("foo.ba2") and not in_number("x = ")
+    p = pred
+    assert p.predict("import os\nx = 0xab") == []
+    assert p.predict("import os\nx = 12") == []
+    assert p.predict("import os\nos.pa")  # an identifier still completes
