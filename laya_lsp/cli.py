@@ -32,6 +32,17 @@ def _port(text: str) -> int:
     return port
 
 
+def _http_port(text: str) -> int:
+    """argparse type for ``--http``: a TCP port number, 0-65535 (0: any free port)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a TCP port (0-65535)")
+    return port
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .protocol import GUARANTEES
 
@@ -45,6 +56,12 @@ def build_parser() -> argparse.ArgumentParser:
                            "(status 0 when the model works)")
     ap.add_argument("--host", default=None, help="--tcp: host to listen on (default: 127.0.0.1)")
     ap.add_argument("--port", type=_port, default=None, help="--tcp: port to listen on (default: 2087)")
+    ap.add_argument("--http", type=_http_port, default=None, metavar="PORT",
+                    help="also serve the local HTTP completion service (POST /complete, /v1/completions; "
+                         "needs the serve extra) on this port, on the same engine; 0: a free port "
+                         "(stderr says which)")
+    ap.add_argument("--http-host", default="127.0.0.1",
+                    help="--http: address to listen on (default: 127.0.0.1; no authentication)")
     ap.add_argument("--log-file", default=None, help="append logs here instead of stderr")
     ap.add_argument("--log-level", choices=sorted(logging_setup.LEVELS), default=None,
                     help="overrides the logLevel initialization option (default: info)")
@@ -151,6 +168,10 @@ def main(argv: list[str] | None = None) -> int:
         log.error("%s", e)
         return 2
     server = create_server(cli_log_level=args.log_level)
+    if args.http is not None:
+        from .http_service import HttpSettings
+
+        server.http = HttpSettings(args.http, args.http_host)
     code = 0
     try:
         if args.tcp:

@@ -31,6 +31,10 @@ _KINDS = {
 }
 
 
+LINE_DETAIL = "Laya: rest of line"
+"""``CompletionItem.detail`` of a rest-of-line continuation."""
+
+
 def empty() -> types.CompletionList:
     return types.CompletionList(is_incomplete=True, items=[])
 
@@ -61,7 +65,7 @@ def build_items(ctx: CursorContext, candidates: list[Candidate], *, insert_repla
         items.append(types.CompletionItem(
             label=cand.text,
             kind=_KINDS.get(cand.kind, types.CompletionItemKind.Text),
-            detail="Laya: rest of line" if cand.kind == "line" else None,
+            detail=LINE_DETAIL if cand.kind == "line" else None,
             sort_text=f"{len(items):04d}",
             filter_text=cand.text,
             insert_text_format=types.InsertTextFormat.PlainText,

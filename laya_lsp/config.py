@@ -27,8 +27,10 @@ class InitializationOptions:
     """Options a client may send in ``initialize``'s ``initializationOptions``."""
 
     model_path: str | None = None
-    """Model folder (mlx-lm format). Unset: the model shipped inside the package. A folder that
-    cannot be loaded is reported, and the shipped model is used instead."""
+    """Model folder (mlx-lm format). Unset: the model shipped inside the package. A Laya model
+    folder replaces it; any other mlx-lm model folder (another architecture, 4/6/8-bit; needs the
+    ``convert`` extra) writes inline completion's ghost text while the shipped model keeps the
+    completion list. A folder that cannot be loaded is reported, and the shipped model is used."""
     variant: str = "code"
     """Engine variant from ``engine/configs/`` (``code`` or ``typing``)."""
     debounce_ms: int = 0
@@ -41,8 +43,8 @@ class InitializationOptions:
     """Answer ``textDocument/inlineCompletion`` with the rest-of-line continuation."""
     log_level: str = "info"
     """``debug``, ``info``, ``warning`` or ``error``. The server's log at this level goes to the
-    editor's log (``window/logMessage``: the Output panel in VS Code, ``:LspLog`` in Neovim); over
-    stdio, stderr carries only errors."""
+    editor's log (``window/logMessage``: the Output panel in VS Code, the file
+    ``vim.lsp.log.get_filename()`` names in Neovim); over stdio, stderr carries only errors."""
     backend: str | None = None
     """Override the variant's backend: ``numpy``, ``numba``, ``mlx`` or ``auto``. Unset: the variant's."""
     workspace_index: bool = True
@@ -52,6 +54,10 @@ class InitializationOptions:
     watch_process_id: bool = True
     """Exit when the editor process named by ``processId`` is gone. Turn it off when the editor
     runs in another PID namespace (a container, a remote host) and reuses a number of ours."""
+    prose: bool = True
+    """Complete words in Markdown, plain text, reStructuredText and commit messages with the typing
+    variant's model (``configs/typing.toml``), loaded when the first such document is completed.
+    Off (or when it cannot load): such documents get the code model and their own words."""
     system2: bool = False
     """Run System 2: a larger local model (SmolLM2-135M through llama.cpp; ``laya system2
     install`` puts it in place, the ``system2`` extra installs llama.cpp) that continues the line

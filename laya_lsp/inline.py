@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from .predictions import predict_at
+from .documents import cursor_context
+from .predictions import predict_at, take_ticket
+from .scheduling import debounce
 
 if TYPE_CHECKING:
     from .server import LayaServer
@@ -31,6 +33,8 @@ async def inline_completion(ls: LayaServer, params: types.InlineCompletionParams
     """Handle ``textDocument/inlineCompletion``: the best ``line`` candidate, or no item."""
     if not ls.options.enable_inline:
         return empty()
+    if ls.inline_model.task is not None and await ls.inline_model.ready():
+        return await _from_inline_model(ls, params)
     pred = await predict_at(ls, params.text_document.uri, params.position,
                             types.TEXT_DOCUMENT_INLINE_COMPLETION,
                             max_items=LINE_SEARCH_ITEMS, want_line=True)
@@ -47,6 +51,26 @@ async def inline_completion(ls: LayaServer, params: types.InlineCompletionParams
         return empty()
     return types.InlineCompletionList(items=[types.InlineCompletionItem(
         insert_text=text, range=pred.context.insert_range, filter_text=text)])
+
+
+async def _from_inline_model(ls: LayaServer, params: types.InlineCompletionParams
+                             ) -> types.InlineCompletionList:
+    """Ghost text from the mlx-lm model of ``modelPath`` (``laya_lsp.inline_model``)."""
+    uri = params.text_document.uri
+    ticket = take_ticket(ls, uri, types.TEXT_DOCUMENT_INLINE_COMPLETION)
+    await debounce(ls.options.debounce_ms)
+    doc = ls.open_document(uri)
+    ctx = cursor_context(doc, params.position) if doc is not None and ls.sequencer.is_current(ticket) else None
+    if ctx is None:
+        return empty()
+    rest = await ls.inline_model.line(ls, ctx.prefix, lambda: ls.sequencer.is_current(ticket))
+    if not rest or not rest.strip() or not ls.sequencer.is_current(ticket):
+        return empty()
+    text = without_overlap((ctx.word + rest).rstrip(), ctx.suffix.split("\n", 1)[0])
+    if len(text) <= len(ctx.word):
+        return empty()
+    return types.InlineCompletionList(items=[types.InlineCompletionItem(
+        insert_text=text, range=ctx.insert_range, filter_text=text)])
 
 
 def system2_line(ls: LayaServer, uri: str, prefix: str) -> str | None:

@@ -59,6 +59,11 @@ class ModelHandle:
     async def _load(self, ls: LayaServer, options: InitializationOptions) -> Any | None:
         t0 = time.perf_counter()
         model_path, variant, backend = options.model_path, options.variant, options.backend
+        from .inline_model import is_other_mlx_lm_folder
+
+        if is_other_mlx_lm_folder(model_path):  # an mlx-lm model for inline completion; the
+            ls.inline_model.start(ls, model_path)  # identifier engine keeps the shipped model
+            model_path = None
         while True:
             try:
                 if variant != DEFAULT.variant:
@@ -97,6 +102,32 @@ class ModelHandle:
         log.info("model ready in %.0f ms", self.load_ms)
         return predictor
 
+    def start_variant(self, ls: LayaServer, variant: str, backend: str | None) -> None:
+        """Queue loading ``variant``'s shipped model, without fall-backs and without idle work (a
+        second model beside the main one: the typing variant for prose). Call on the event loop,
+        once; a failure leaves ``predictor`` None and the reason in ``error``."""
+        loop = asyncio.get_running_loop()
+        self.loaded = loop.create_future()
+        self.task = loop.create_task(self._load_variant(ls, variant, backend))
+
+    async def _load_variant(self, ls: LayaServer, variant: str, backend: str | None) -> Any | None:
+        t0 = time.perf_counter()
+        try:
+            predictor = await await_job(ls.bridge.submit(_load_job, self, None, variant, backend, False))
+            self.loaded.set_result(True)
+            for uri in list(ls.opened):  # the documents it serves, opened before it loaded
+                ls.observe(uri)
+            await await_job(ls.bridge.submit(_warmup_job, predictor))
+        except Exception as e:  # noqa: BLE001 - reported to the user, the server stays up
+            self.predictor, self.error = None, _describe(e)
+            if not self.loaded.done():
+                self.loaded.set_result(False)
+            log.warning("the %s model was not loaded: %s", variant, self.error)
+            return None
+        self.load_ms = (time.perf_counter() - t0) * 1e3
+        log.info("%s model ready in %.0f ms", variant, self.load_ms)
+        return predictor
+
     def _fall_back(self, message: str) -> None:
         self.fallbacks.append(message)
         log.warning("%s", message)
@@ -110,6 +141,9 @@ class ModelHandle:
 
 
 DEFAULT = InitializationOptions()
+PROGRESS_CREATE_TIMEOUT_S = 2.0
+"""A client that never answers ``window/workDoneProgress/create`` gets no progress after this
+long; the work goes on (the workspace index waited for the answer forever)."""
 
 
 class _VariantError(Exception):
@@ -132,16 +166,20 @@ def _describe(e: BaseException) -> str:
     return str(e) or type(e).__name__
 
 
-def _load_job(handle: ModelHandle, model_path: str | None, variant: str, backend: str | None):
-    """Engine thread: import the engine and load the model folder."""
+def _load_job(handle: ModelHandle, model_path: str | None, variant: str, backend: str | None,
+              idle: bool = True):
+    """Engine thread: import the engine and load the model folder. ``idle``: this model's full
+    windows are finished in pauses (the main model); else on its own keystrokes."""
     from engine.predictor import Predictor
 
     from engine.worker import set_idle
 
-    handle.predictor = Predictor.load(model_dir=model_path, variant=variant, backend=backend)
-    handle.predictor.advance_on_keystroke = False  # a jump's full window is finished in pauses:
-    set_idle(handle.predictor.advance)
-    return handle.predictor
+    predictor = Predictor.load(model_dir=model_path, variant=variant, backend=backend)
+    if idle:
+        predictor.advance_on_keystroke = False  # a jump's full window is finished in pauses:
+        set_idle(predictor.advance)
+    handle.predictor = predictor
+    return predictor
 
 
 def _warmup_job(predictor) -> None:
@@ -162,8 +200,8 @@ async def report_loading(ls: LayaServer) -> None:
     if ls.client_supports_progress:
         token = f"laya-load-{uuid.uuid4()}"
         try:
-            await ls.work_done_progress.create_async(token)
-        except Exception as e:  # noqa: BLE001 - a client may refuse; loading goes on
+            await asyncio.wait_for(ls.work_done_progress.create_async(token), PROGRESS_CREATE_TIMEOUT_S)
+        except Exception as e:  # noqa: BLE001 - a client may refuse or never answer; loading goes on
             log.debug("window/workDoneProgress/create failed: %s", e)
             token = None
     progress = ls.work_done_progress

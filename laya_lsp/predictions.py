@@ -73,12 +73,16 @@ async def predict_at(ls: LayaServer, uri: str, position: types.Position, kind: s
     if not ls.sequencer.is_current(ticket):
         log.debug("%s %s: superseded during debounce", kind, uri)
         return None
-    predictor = await ls.model.wait()
-    if predictor is None or not ls.sequencer.is_current(ticket):
-        return None
     doc = ls.open_document(uri)
     if doc is None:
         log.info("%s for %s, which is not open: answering empty", kind, uri)
+        return None
+    language = languages.for_document(doc.language_id, uri).name
+    predictor = await ls.predictor_for(language)
+    if predictor is None or not ls.sequencer.is_current(ticket):
+        return None
+    doc = ls.open_document(uri)  # the document may have closed while the model loaded
+    if doc is None:
         return None
     ctx = cursor_context(doc, position)
     if ctx is None:
@@ -87,7 +91,6 @@ async def predict_at(ls: LayaServer, uri: str, position: types.Position, kind: s
         return None
     if max_items <= 0:
         return Prediction(ctx, [])
-    language = languages.for_document(doc.language_id, uri).name
     candidates = await ls.bridge.run(_predict_job, predictor, ls.sequencer, ticket, ctx,
                                      max_items, want_line, language)
     if candidates is None or not ls.sequencer.is_current(ticket):

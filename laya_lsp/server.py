@@ -20,9 +20,10 @@ from pygls.workspace import TextDocument
 
 from engine import languages
 
-from . import __version__, completion, inline, logging_setup, protocol, system2, workspace_index
+from . import __version__, completion, http_service, inline, logging_setup, protocol, system2, workspace_index
 from .config import InitializationOptions, parse_options
 from .documents import clamp_position, document_head, normalize_newlines, position_after_change
+from .inline_model import InlineModel
 from .loading import ModelHandle, report_loading
 from .scheduling import EngineBridge, Sequencer, Throttle
 from .text_document import LspTextDocument
@@ -61,6 +62,16 @@ class LayaServer(LanguageServer):
         self.typing_at: dict[str, types.Position] = {}
         """Per document, where its last edit left the cursor (client units): the word there is
         left out of the document's n-gram until the user moves on (it is likely half typed)."""
+        self.http: http_service.HttpSettings | None = None
+        """The in-process HTTP completion service to start (``laya-lsp --http``), if any."""
+        self.http_runner = None
+        self.http_task: asyncio.Future | None = None
+        self.inline_model = InlineModel()
+        """An mlx-lm model folder given as ``modelPath`` writes inline completion's ghost text."""
+        self.prose_model = ModelHandle()
+        """The typing variant's model for prose documents (the ``prose`` option), loaded when the
+        first one is opened or completed."""
+        self._prose_reported = False
         self.system2 = system2.System2Runner()
         """The optional slow model (the ``system2`` option), on its own thread."""
         self._opens = itertools.count(1)
@@ -91,6 +102,41 @@ class LayaServer(LanguageServer):
         """The synced document, or None when the client has not opened it (never read from disk)."""
         return self.workspace.text_documents.get(unquote(uri))
 
+    def uses_prose_model(self, language: str) -> bool:
+        """True when documents of ``language`` are served by the typing variant's model (starting
+        its load on first use)."""
+        if language != languages.PROSE.name or not self.options.prose or self.model.task is None:
+            return False
+        if self.prose_model.task is None:
+            self.prose_model.start_variant(self, "typing", self.options.backend)
+        return True
+
+    async def predictor_for(self, language: str):
+        """The loaded predictor for a document of ``language`` (None: no model could be loaded).
+
+        Prose gets the typing variant's model; when that cannot load, the code model (the reason
+        is shown once, as a warning)."""
+        if self.uses_prose_model(language):
+            predictor = await self.prose_model.wait()
+            if predictor is not None:
+                return predictor
+            if not self._prose_reported:
+                self._prose_reported = True
+                self.window_show_message(types.ShowMessageParams(
+                    type=types.MessageType.Warning,
+                    message=f"Laya: the prose model could not be loaded ({self.prose_model.error}); "
+                            "prose documents get the code model"))
+        return await self.model.wait()
+
+    def loaded_predictor_for(self, language: str):
+        """The predictor that serves ``language`` now, if loaded (None while it is loading)."""
+        if self.uses_prose_model(language):
+            if self.prose_model.loaded is None or not self.prose_model.loaded.done():
+                return None
+            if self.prose_model.predictor is not None:
+                return self.prose_model.predictor
+        return self.model.predictor
+
     def observe(self, uri: str) -> None:
         """Refresh the engine's online n-gram for ``uri`` from its current text (low priority)."""
         doc = self.open_document(uri)
@@ -99,34 +145,35 @@ class LayaServer(LanguageServer):
         cursor = self.typing_at.get(uri)
         at = clamp_position(doc, cursor) if cursor is not None else None
         text = normalize_newlines(document_head(doc, MAX_OBSERVE_CHARS, typing_at=at))
-        predictor = self.model.predictor
+        language = languages.for_document(doc.language_id, uri).name
+        predictor = self.loaded_predictor_for(language)
         if predictor is None:
-            return
+            return  # its model is loading: the load observes every open document when done
         # Counting runs on a helper thread (it touches no model state); only installing the
         # result is an engine job, so a large file never holds the engine thread for long.
-        language = languages.for_document(doc.language_id, uri).name
         future = self.counting.submit(predictor.build_document, text, language)
         opened = self.opened.get(uri)
-        future.add_done_callback(lambda f: self._install(uri, f, language, opened))
+        future.add_done_callback(lambda f: self._install(uri, f, predictor, language, opened))
 
-    def _install(self, uri: str, future, language: str, opened: int | None = None) -> None:
+    def _install(self, uri: str, future, predictor, language: str, opened: int | None = None) -> None:
         if future.cancelled() or future.exception() is not None:
             if not future.cancelled():
                 log.error("counting %s failed: %s", uri, future.exception())
             return
-        self.bridge.submit_background(_install_job, self, uri, future.result(), language, opened)
+        self.bridge.submit_background(_install_job, self, uri, predictor, future.result(), language, opened)
 
 
-def _install_job(ls: LayaServer, uri: str, doc, language: str, opened: int | None) -> None:
+def _install_job(ls: LayaServer, uri: str, predictor, doc, language: str, opened: int | None) -> None:
     # checked here, on the engine thread, where the forget job of a didClose also runs: a check
     # before queueing could pass just before the close and install the closed document after it
-    if ls.model.predictor is not None and opened is not None and ls.opened.get(uri) == opened:
-        ls.model.predictor.set_document(uri, doc, language)
+    if opened is not None and ls.opened.get(uri) == opened:
+        predictor.set_document(uri, doc, language)
 
 
-def _forget_job(model: ModelHandle, uri: str) -> None:
-    if model.predictor is not None:
-        model.predictor.forget_document(uri)
+def _forget_job(ls: LayaServer, uri: str) -> None:
+    for handle in (ls.model, ls.prose_model):
+        if handle.predictor is not None:
+            handle.predictor.forget_document(uri)
 
 
 # --- lifecycle ----------------------------------------------------------------------------------
@@ -155,6 +202,8 @@ def on_initialize(ls: LayaServer, params: types.InitializeParams) -> None:
 
 
 async def on_initialized(ls: LayaServer, params: types.InitializedParams) -> None:
+    if ls.http is not None:
+        ls.http_task = asyncio.ensure_future(http_service.start(ls, ls.http))
     if ls.process_id and ls.options.watch_process_id:
         from . import cli, parent
 
@@ -211,7 +260,7 @@ def did_close(ls: LayaServer, params: types.DidCloseTextDocumentParams) -> None:
     ls.typing_at.pop(uri, None)
     ls.sequencer.forget(uri)
     ls.observer.cancel(uri)
-    ls.bridge.submit_background(_forget_job, ls.model, uri)
+    ls.bridge.submit_background(_forget_job, ls, uri)
 
 
 def create_server(*, cli_log_level: str | None = None) -> LayaServer:

@@ -29,6 +29,7 @@ from pygls.uris import from_fs_path, to_fs_path
 from engine.languages import CODE_LANGUAGES, for_path
 
 from .config import InitializationOptions
+from .loading import PROGRESS_CREATE_TIMEOUT_S
 from .scheduling import Throttle
 from .workspace import SKIP_DIRS, WorkspaceFiles, read_workspace
 
@@ -230,10 +231,10 @@ class _Progress:
         if ls.client_supports_progress:
             token = f"laya-workspace-{uuid.uuid4()}"
             try:
-                await ls.work_done_progress.create_async(token)
+                await asyncio.wait_for(ls.work_done_progress.create_async(token), PROGRESS_CREATE_TIMEOUT_S)
                 ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
                     title=PROGRESS_TITLE, message="reading files", percentage=0, cancellable=False))
-            except Exception as e:  # noqa: BLE001 - a client may refuse; indexing goes on
+            except Exception as e:  # noqa: BLE001 - a client may refuse or never answer; indexing goes on
                 log.debug("window/workDoneProgress/create failed: %s", e)
                 token = None
         return cls(ls, token)

@@ -157,6 +157,47 @@ class MlxLmGenerator:
             logits = self.model(mx.array([[t]]), cache=kv)[:, -1, :]
         return Choice(whole_chars(text), finish, len(out))
 
+    def line(self, prompt: str, max_tokens: int, should_stop: Callable[[], bool]) -> str:
+        """Greedy text after ``prompt`` to the end of its line (engine thread): the ghost text of
+        the language server's inline completion (``laya_lsp.inline_model``).
+
+        Stops before a line break, at the end of text, after ``max_tokens`` tokens, or as soon as
+        ``should_stop()`` is True (checked before each token after the first), returning what it
+        has: a partial line is still worth showing, and the prompt's KV cache is kept either way.
+        """
+        import mlx.core as mx
+
+        tokens = self.tokenizer.encode(prompt)[-self.max_seq_len :] or [self.tokenizer.eos_token_id or 0]
+        kv, reused = self._take(tokens)
+        out: list[int] = []
+        text = ""
+        try:
+            new = tokens[reused:]
+            logits = self.model(mx.array(new)[None], cache=kv)[:, -1, :]
+            self.stats["prefilled_tokens"] += len(new)
+            self.stats["reused_tokens"] += reused
+            eos = set(getattr(self.tokenizer, "eos_token_ids", None) or [self.tokenizer.eos_token_id])
+            for _ in range(max_tokens):
+                t = int(mx.argmax(logits, axis=-1).item())
+                if t in eos:
+                    break
+                out.append(t)
+                text = self.tokenizer.decode(out)
+                if "\n" in text:
+                    text = text.split("\n", 1)[0]
+                    break
+                if should_stop():
+                    break
+                logits = self.model(mx.array([[t]]), cache=kv)[:, -1, :]
+        finally:
+            extra = kv[0].offset - len(tokens) if hasattr(kv[0], "offset") else 0
+            if extra > 0:
+                from mlx_lm.models.cache import trim_prompt_cache
+
+                trim_prompt_cache(kv, extra)
+            self._put(tokens, kv)
+        return whole_chars(text)
+
     def warmup(self) -> None:
         """One small request, so first-use costs are paid before the port opens; then forget it."""
         self.complete(CompletionRequest(prompt="def main():\n    return", max_tokens=2, n=1))

@@ -3,8 +3,8 @@
 The client is pygls's ``LanguageClient`` driving ``python -m laya_lsp``: ``didOpen`` with an empty
 document, then one incremental ``didChange`` per keystroke and a ``textDocument/completion`` at the
 cursor. Items are ranked as a client ranks them: keep those whose ``filterText`` starts with the
-typed prefix, then order by ``sortText``. Rest-of-line items (kind ``Text``) are shown in the demo
-but left out of the identifier metrics.
+typed prefix, then order by ``sortText``. Rest-of-line items (``detail`` "Laya: rest of line") are
+shown in the demo but left out of the identifier metrics.
 """
 
 from __future__ import annotations
@@ -19,11 +19,18 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
+from laya_lsp.completion import LINE_DETAIL
+
 from engine.text import word_prefix
 
 
 def _utf16_len(s: str) -> int:
     return len(s.encode("utf-16-le")) // 2
+
+
+def is_line_item(item: types.CompletionItem) -> bool:
+    """A rest-of-line continuation (not an identifier or a prose word)."""
+    return item.detail == LINE_DETAIL
 
 
 class ReplayClient:
@@ -214,7 +221,7 @@ def evaluate_through_server(files, model=None, workspace: bool = False, gap_ms: 
                         latencies.append(secs * 1000)
                     if gap_ms:
                         time.sleep(gap_ms / 1000)
-                    return [i.label for i in items if i.kind != types.CompletionItemKind.Text]
+                    return [i.label for i in items if not is_line_item(i)]
 
                 score_file(f.text, ask, eng, WordCompletion(), base, language=f.language)
                 c.close()
@@ -333,7 +340,7 @@ def demo(path: str | None = None, model=None, every: int = 40, limit_chars: int 
                 c.type_to(text[: start + k])
                 items, dt = c.complete()
                 times.append(dt)
-                top = [i.label for i in items if i.kind != types.CompletionItemKind.Text]
+                top = [i.label for i in items if not is_line_item(i)]
                 if top and top[0] == word:
                     saved += len(word) - k - 1
                     if n % every == 0:

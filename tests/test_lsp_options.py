@@ -136,7 +136,7 @@ BAD_MODEL_OPTIONS = {
     "corrupt": ({"modelPath": "{folder}"}, "using the model shipped inside the package"),
     "empty": ({"modelPath": "{folder}"}, "using the model shipped inside the package"),
     "unknown-variant": ({"variant": "nosuch"}, "using 'code'"),
-    "variant-without-model": ({"variant": "typing"}, "using 'code'"),
+    "variant-without-model": ({"variant": "{folder}.toml"}, "using 'code'"),
 }
 
 
@@ -146,11 +146,13 @@ async def broken(request, lsp_client: LanguageClient):
     options, lsp_client.fallback = BAD_MODEL_OPTIONS[request.param]
     lsp_client.named = {"missing": str(folder), "corrupt": str(folder / "config.json"),
                         "empty": str(folder), "unknown-variant": "nosuch",
-                        "variant-without-model": "typing"}[request.param]  # what the warning names
+                        "variant-without-model": f"{folder}.toml"}[request.param]  # what the warning names
     if request.param in ("corrupt", "empty"):
         folder.mkdir()
     if request.param == "corrupt":
         (folder / "config.json").write_text("{ not json", encoding="utf-8")
+    if request.param == "variant-without-model":  # a variant file that names no model
+        folder.with_suffix(".toml").write_text('model = ""\nbits = 8\n', encoding="utf-8")
     await lsp_client.initialize_session(types.InitializeParams(
         capabilities=client_capabilities("visual-studio-code"),
         initialization_options={k: v.format(folder=folder) for k, v in options.items()}))

@@ -58,6 +58,8 @@ def test_wrong_layer_count_is_named(copy):
         Predictor.load(copy)
 
 
-def test_typing_variant_without_model_says_so():
-    with pytest.raises(ModelLoadError, match="ships no trained model"):
-        Predictor.load(variant="typing")
+def test_variant_without_model_says_so(tmp_path):
+    variant = tmp_path / "bare.toml"
+    variant.write_text('model = ""\nbits = 8\n')
+    with pytest.raises(ModelLoadError, match="'bare' ships no trained model"):
+        Predictor.load(variant=str(variant))

@@ -8,11 +8,11 @@ return {
   cmd = { 'laya-lsp' },
   filetypes = {
     'python', 'lua', 'javascript', 'javascriptreact', 'typescript', 'typescriptreact',
-    'go', 'rust', 'c', 'cpp', 'java', 'sh', 'ruby', 'toml', 'yaml', 'json', 'markdown', 'text',
+    'go', 'rust', 'c', 'cpp', 'java', 'sh', 'ruby', 'toml', 'yaml', 'json', 'markdown', 'text', 'rst', 'gitcommit',
   },
   root_markers = { '.git' },
   init_options = {
-    modelPath = nil, -- model folder (mlx-lm format); nil: the model shipped inside the package
+    modelPath = nil, -- model folder (mlx-lm format); nil: the shipped model; another mlx-lm model writes inline ghost text
     variant = 'code', -- 'code' or 'typing' (engine variant from configs/)
     debounceMs = 0, -- wait this long (ms) before computing a completion; 0: no wait
     maxItems = 20, -- most items in one completion list
@@ -21,6 +21,7 @@ return {
     backend = nil, -- override the variant's backend: 'numpy', 'numba', 'mlx' or 'auto'; nil: the variant's
     workspaceIndex = true, -- index the workspace's source files (honours .gitignore) for suggestions
     watchProcessId = true, -- exit when the editor's processId is gone; false in a container or remote set-up
+    prose = true, -- Markdown, text, reST and commit messages: the typing variant's model completes words
     system2 = false, -- a larger local model continues the line after each answer (`laya system2 install` first)
     system2Path = nil, -- System 2's GGUF file; nil: the one `laya system2 install` wrote
   },

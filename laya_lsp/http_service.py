@@ -1,0 +1,93 @@
+"""The local HTTP completion service inside the language server (``laya-lsp --http PORT``).
+
+One process, one engine thread: editors talk LSP over stdio (or TCP) and input methods, shells or
+chat boxes on the same machine call ``POST /complete`` or ``/v1/completions`` (``laya serve``'s
+routes and rules, ``laya_serve.app``) on the same engine. The service has its own ``Predictor``
+over the same model folder (``laya_serve.generate.Generator`` sets its window to the request's
+``max_seq_len``, which must not move the editor's window); both run their jobs on the server's
+engine thread, so a request of one waits at most for the current job of the other.
+
+It starts when the client sends ``initialized`` (with the client's ``modelPath``, ``variant`` and
+``backend`` options) and ends with the server. A port in use or a missing ``aiohttp`` (the
+``serve`` extra) is logged and shown to the user; the language server goes on without it.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from .config import InitializationOptions
+
+if TYPE_CHECKING:
+    from .server import LayaServer
+
+log = logging.getLogger(__name__)
+
+MAX_SEQ_LEN = 256
+"""Context tokens of a service request (the seed's ``--max-seq-len``)."""
+
+
+@dataclass(frozen=True)
+class HttpSettings:
+    """``--http``/``--http-host`` from the command line."""
+
+    port: int
+    """TCP port; 0 picks a free one (the log says which)."""
+    host: str = "127.0.0.1"
+    """Address to listen on; loopback unless told otherwise (there is no authentication)."""
+
+
+def _load_generator(options: InitializationOptions):
+    """Engine thread: the service's own Predictor and its Generator, warmed up."""
+    from engine.predictor import Predictor
+    from laya_serve.generate import Generator
+
+    p = Predictor.load(model_dir=options.model_path, variant=options.variant, backend=options.backend)
+    gen = Generator(p, MAX_SEQ_LEN)
+    gen.warmup()
+    return (p.folder.name if p.folder is not None else "laya"), gen
+
+
+async def start(ls: LayaServer, settings: HttpSettings) -> int | None:
+    """Start the service on ``settings``; returns the bound port, or None when it cannot run
+    (the reason is logged and shown as a ``window/showMessage`` warning)."""
+    try:
+        from aiohttp import web
+
+        from laya_serve.app import ServiceConfig, is_loopback, make_app
+    except ImportError as e:
+        return _cannot(ls, f"needs aiohttp: pip install 'laya[serve]' ({e})")
+    if not is_loopback(settings.host):
+        log.warning("HTTP service on %s, not loopback: anyone who can reach this machine can use it "
+                    "(there is no authentication)", settings.host)
+    try:
+        name, gen = await ls.bridge.run(_load_generator, ls.options)
+    except Exception as e:  # noqa: BLE001 - the editor's completion goes on without the service
+        return _cannot(ls, f"the model could not be loaded: {e}")
+    runner = web.AppRunner(make_app(ls.bridge, gen, ServiceConfig(host=settings.host, model_name=name)),
+                           access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, settings.host, settings.port)
+    try:
+        await site.start()
+    except OSError as e:
+        await runner.cleanup()
+        return _cannot(ls, f"cannot listen on {settings.host}:{settings.port}: {e.strerror or e}")
+    port = site._server.sockets[0].getsockname()[1] if site._server and site._server.sockets else settings.port
+    ls.http_runner = runner
+    host = f"[{settings.host}]" if ":" in settings.host else settings.host
+    log.info("HTTP completion service on http://%s:%d (%s)", host, port, name)
+    print(f"laya-lsp: HTTP completion service on http://{host}:{port}", file=sys.stderr, flush=True)
+    return port
+
+
+def _cannot(ls: LayaServer, reason: str) -> None:
+    log.error("HTTP completion service not started: %s", reason)
+    ls.window_show_message(types.ShowMessageParams(
+        type=types.MessageType.Warning, message=f"Laya: the HTTP completion service is off: {reason}"))
+    return None
