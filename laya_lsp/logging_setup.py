@@ -54,7 +54,25 @@ def configure(level: str = "info", log_file: str | None = None, stdio: bool = Fa
         if not isinstance(h, LspLogHandler):
             root.removeHandler(h)
     root.addHandler(handler)
+    rpc = logging.getLogger("pygls.protocol.json_rpc")
+    if not any(isinstance(f, _ClientErrorsAsWarnings) for f in rpc.filters):
+        rpc.addFilter(_ClientErrorsAsWarnings())
     set_level(level)
+
+
+class _ClientErrorsAsWarnings(logging.Filter):
+    """pygls logs every exception of a handler with its traceback at ERROR, the client's own
+    mistakes included (an unknown ``workspace/executeCommand``: -32602): those become one
+    WARNING line, so an editor does not show a client error as a server error."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from pygls.exceptions import JsonRpcInvalidParams, JsonRpcMethodNotFound
+
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, (JsonRpcInvalidParams, JsonRpcMethodNotFound)):
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.msg, record.args, record.exc_info, record.exc_text = f"client error: {exc}", (), None, None
+        return True
 
 
 def set_level(level: str) -> None:

@@ -15,7 +15,8 @@ from typing import Any
 
 from lsprotocol import types
 from pygls.exceptions import (FeatureRequestError, JsonRpcException, JsonRpcInternalError,
-                              JsonRpcInvalidParams, JsonRpcInvalidRequest, JsonRpcParseError,
+                              JsonRpcInvalidParams, JsonRpcInvalidRequest, JsonRpcMethodNotFound,
+                              JsonRpcParseError,
                               JsonRpcServerNotInitialized)
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.workspace import Workspace
@@ -334,6 +335,11 @@ def report_server_error(server, error: Exception, source) -> None:
         return
     if source is FeatureRequestError:  # the request was answered with the error already
         log.debug("request error: %s", error)
+        return
+    if isinstance(error, (JsonRpcInvalidParams, JsonRpcMethodNotFound)):
+        # the client's mistake (an unknown workspace/executeCommand), answered with the error:
+        # not a server error, and no traceback in an editor's log under [ERROR]
+        log.warning("client error: %s", error)
         return
     log.error("server error (%s): %s", getattr(source, "__name__", source), error,
               exc_info=(type(error), error, error.__traceback__))

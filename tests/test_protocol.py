@@ -344,3 +344,13 @@ def test_help_and_readme_list_the_guarantees():
         assert code in out.stdout and code in GUARANTEES and code in readme, code
     assert "exit status" in out.stdout
     assert GUARANTEES.strip() in readme
+
+
+def test_unknown_command_is_a_client_error_not_a_server_error():
+    with RawServer() as s:
+        s.initialize()
+        answer = s.call("workspace/executeCommand", {"command": "no.such.command", "arguments": []})
+        assert answer["error"]["code"] == -32602, answer
+        assert s.exit() == 0
+        err = s.stderr_text()
+        assert "Traceback" not in err and " ERROR " not in err, err[-2000:]
