@@ -299,14 +299,14 @@ class Predictor:
         self.pool = self._pool_for(self.language)
         self._pool_doc = None
 
-    def build_document(self, text: str, language: str | Language | None = None) -> DocLexicon:
+    def build_document(self, text: str, language: str | Language | None = None, pause=None) -> DocLexicon:
         """Count a document's identifiers and n-grams, with the arrays the pool needs.
 
         Touches no model state, so it may run on any thread (the server runs it off the engine
         thread, so counting a large file never delays a keystroke); install the result with
-        :meth:`set_document` on the engine thread.
+        :meth:`set_document` on the engine thread. ``pause``: see :class:`DocLexicon`.
         """
-        doc = DocLexicon(text.replace("\r\n", "\n"))
+        doc = DocLexicon(text.replace("\r\n", "\n"), pause)
         lang = self._language(language) if language is not None else self.language
         self._pool_for(lang).doc_arrays(doc)
         return doc
