@@ -402,6 +402,24 @@ class Predictor:
                 self._first_known[:] = False
                 self._line_cache.clear()
             self._begin_pool(ctx_text, doc)
+        out = self._rank_words(typed, lang, cfg, max_items)
+        if lang.name == "prose" and typed[:1].islower() and len(out) < max_items:
+            # prose: "tues" also offers "Tuesday" (after the words that match as typed), as
+            # editors' word completion does
+            have = {c.text for c in out}
+            more = self._rank_words(typed[0].upper() + typed[1:], lang, cfg, max_items)
+            out += [c for c in more if c.text not in have][: max_items - len(out)]
+        if want_line and out and self._hidden is not None and self.config.line_max_tokens > 0 and line_is_open(suffix):
+            line = without_suffix(self._continuation(out[0].text, stop), suffix)
+            if line and line != out[0].text:
+                out.insert(1, Candidate(line, out[0].score - 1e-3, "line"))
+                if len(out) > max(2, max_items):
+                    del out[max(2, max_items):]
+        return out
+
+    def _rank_words(self, typed: str, lang: Language, cfg, max_items: int) -> list[Candidate]:
+        """The pool's words for ``typed`` scored by the network and the prior, best first (the
+        context is the last decision's: ``self._hidden``, the pool's n-gram keys)."""
         words, prior, firsts = self.pool.candidates(typed, cfg.pool_size)
         if not len(words):
             return []
@@ -436,14 +454,7 @@ class Predictor:
             score = np.log(b * p_net + (1 - b) * p / p.sum())
         else:
             score = net + np.log(p / group) + cfg.prior_weight * np.log(p)
-        out = self._ranked(words, score, typed, lang, max_items)
-        if want_line and out and self._hidden is not None and self.config.line_max_tokens > 0 and line_is_open(suffix):
-            line = without_suffix(self._continuation(out[0].text, stop), suffix)
-            if line and line != out[0].text:
-                out.insert(1, Candidate(line, out[0].score - 1e-3, "line"))
-                if len(out) > max(2, max_items):
-                    del out[max(2, max_items):]
-        return out
+        return self._ranked(words, score, typed, lang, max_items)
 
     def _ranked(self, words, score: np.ndarray, typed: str, lang: Language, max_items: int) -> list[Candidate]:
         """The ``max_items`` best-scored words longer than ``typed``, best first."""

@@ -1,8 +1,9 @@
 """``textDocument/completion``: the engine's ranked candidates as a completion list.
 
-Each item's edit replaces exactly the identifier prefix being typed (``os.pa`` + ``path`` keeps
-``os.``), as a ``TextEdit``, or as an ``InsertReplaceEdit`` whose ``replace`` range also covers
-the rest of the identifier after the cursor when the client supports that. The list is always
+Each item's edit starts at the identifier prefix being typed (``os.pa`` + ``path`` keeps ``os.``):
+an ``InsertReplaceEdit`` (``insert``: the prefix; ``replace``: the whole identifier around the
+cursor) when the client supports that, else a ``TextEdit`` over the whole identifier, so accepting
+an item inside a word never repeats the word's end (``os.pa|th`` + ``path`` is ``os.path``). The list is always
 ``isIncomplete``: the client asks again as the user types, and the engine re-ranks in ~1 ms.
 """
 

@@ -61,7 +61,8 @@ async def start(ls: LayaServer, settings: HttpSettings) -> int | None:
 
         from laya_serve.app import ServiceConfig, is_loopback, make_app
     except ImportError as e:
-        return _cannot(ls, f"needs aiohttp: pip install 'laya[serve]' ({e})")
+        return _cannot(ls, f"needs aiohttp, the serve extra: pip install -e '.[serve]' in a checkout, "
+                           f"'laya[serve]' from a wheel ({e})")
     if not is_loopback(settings.host):
         log.warning("HTTP service on %s, not loopback: anyone who can reach this machine can use it "
                     "(there is no authentication)", settings.host)
@@ -88,6 +89,8 @@ async def start(ls: LayaServer, settings: HttpSettings) -> int | None:
 
 def _cannot(ls: LayaServer, reason: str) -> None:
     log.error("HTTP completion service not started: %s", reason)
+    # asked for on the command line: the person at the terminal hears it too (stderr, not stdout)
+    print(f"laya-lsp: the HTTP completion service is off: {reason}", file=sys.stderr, flush=True)
     ls.window_show_message(types.ShowMessageParams(
         type=types.MessageType.Warning, message=f"Laya: the HTTP completion service is off: {reason}"))
     return None

@@ -69,6 +69,7 @@ def test_port_in_use_is_shown_and_lsp_goes_on():
                 time.sleep(0.1)
             assert shown and "HTTP completion service is off" in shown[0]["params"]["message"], shown
             assert str(port) in shown[0]["params"]["message"]
+            assert "HTTP completion service is off" in s.stderr_text()  # asked for on the command line
             s.open(URI, "import os\nos.pa")
             assert "path" in [i["label"] for i in s.complete(URI, 1, 5)["result"]["items"]]
             assert s.exit() == 0

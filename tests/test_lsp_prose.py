@@ -50,3 +50,17 @@ def test_prose_option_off_keeps_the_code_model():
         items = _items(s, README, TEXT.count("\n"), len(LAST))
         assert TEXT_KIND not in {i["kind"] for i in items}, items[:3]
         assert s.exit() == 0
+
+
+def test_lowercase_prefix_also_offers_capitalized_words():
+    """In prose, "zorb" offers the document's "Zorblax" (after words that match as typed)."""
+    from engine.predictor import Predictor
+
+    p = Predictor.load(variant="typing")
+    text = "We met the Zorblax team on Monday.\n\nNext week we use zorb"
+    p.observe_document("doc", text, "prose")
+    got = [c.text for c in p.predict(text, doc_id="doc", language="prose")]
+    assert "Zorblax" in got, got
+    code = Predictor.load()  # code keeps exact case: "zorb" never becomes "Zorblax"
+    code.observe_document("py", "Zorblax = 1\nzorb", "python")
+    assert "Zorblax" not in [c.text for c in code.predict("Zorblax = 1\nzorb", doc_id="py", language="python")]
