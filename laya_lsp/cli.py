@@ -21,26 +21,23 @@ log = logging.getLogger(__name__)
 CHECK_SAMPLE = "import os\n\n\ndef main(argv):\n    path = os.path.join(argv[0], 'x')\n    return pa"
 
 
-def _port(text: str) -> int:
-    """argparse type for ``--port``: a TCP port number, 1-65535."""
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 1 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{port} is not a TCP port (1-65535)")
-    return port
+def _port_type(lowest: int):
+    """An argparse type: a TCP port number from ``lowest`` to 65535 (``--port``: 1; ``--http``:
+    0, any free port)."""
+
+    def port_number(text: str) -> int:
+        try:
+            port = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not lowest <= port <= 65535:
+            raise argparse.ArgumentTypeError(f"{port} is not a TCP port ({lowest}-65535)")
+        return port
+
+    return port_number
 
 
-def _http_port(text: str) -> int:
-    """argparse type for ``--http``: a TCP port number, 0-65535 (0: any free port)."""
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{port} is not a TCP port (0-65535)")
-    return port
+_port, _http_port = _port_type(1), _port_type(0)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -258,24 +258,9 @@ def test_document_opened_while_loading_gets_its_vocabulary_without_an_edit():
 def test_close_racing_the_counting_thread_leaves_no_words():
     """A didClose that lands between the counting thread's check and its submit."""
     from laya_lsp import server as srv
-    from laya_lsp.protocol import LspWorkspace
+    from tests.doc_recorder import server_with_recorder
 
-    class Recorder:  # the predictor's document API, recording what is installed
-        def __init__(self):
-            self.docs = {}
-
-        def build_document(self, text, *args):
-            return text
-
-        def set_document(self, uri, doc, *args):
-            self.docs[uri] = doc
-
-        def forget_document(self, uri):
-            self.docs.pop(uri, None)
-
-    ls = srv.create_server()
-    ls.protocol._workspace = LspWorkspace(None)
-    ls.model.predictor = recorder = Recorder()
+    ls, recorder = server_with_recorder()
     item = types.TextDocumentItem(uri=URI, language_id="python", version=1, text="secret_word = 1\n")
     ls.workspace.put_text_document(item)
     srv.did_open(ls, types.DidOpenTextDocumentParams(text_document=item))

@@ -34,21 +34,9 @@ def test_position_after_change_in_client_units():
 
 def test_the_half_typed_word_is_left_out_of_the_refresh():
     from laya_lsp import server as srv
-    from laya_lsp.protocol import LspWorkspace
+    from tests.doc_recorder import server_with_recorder
 
-    class Recorder:  # the predictor's document API: records the text counted
-        def __init__(self):
-            self.docs = {}
-
-        def build_document(self, text, *args):
-            return text
-
-        def set_document(self, uri, doc, *args):
-            self.docs[uri] = doc
-
-    ls = srv.create_server()
-    ls.protocol._workspace = LspWorkspace(None)
-    ls.model.predictor = recorder = Recorder()
+    ls, recorder = server_with_recorder()
     ls.opened[URI] = 1
     item = types.TextDocumentItem(uri=URI, language_id="python", version=1, text="import os\n# 😀\n")
     ls.workspace.put_text_document(item)
