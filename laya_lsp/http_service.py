@@ -57,9 +57,7 @@ async def start(ls: LayaServer, settings: HttpSettings) -> int | None:
     """Start the service on ``settings``; returns the bound port, or None when it cannot run
     (the reason is logged and shown as a ``window/showMessage`` warning)."""
     try:
-        from aiohttp import web
-
-        from laya_serve.app import ServiceConfig, is_loopback, make_app
+        from laya_serve.app import ServiceConfig, base_url, is_loopback, make_app, start_site
     except ImportError as e:
         return _cannot(ls, f"needs aiohttp, the serve extra: pip install -e '.[serve]' in a checkout, "
                            f"'laya[serve]' from a wheel ({e})")
@@ -70,20 +68,14 @@ async def start(ls: LayaServer, settings: HttpSettings) -> int | None:
         name, gen = await ls.bridge.run(_load_generator, ls.options)
     except Exception as e:  # noqa: BLE001 - the editor's completion goes on without the service
         return _cannot(ls, f"the model could not be loaded: {e}")
-    runner = web.AppRunner(make_app(ls.bridge, gen, ServiceConfig(host=settings.host, model_name=name)),
-                           access_log=None, handle_signals=False)
-    await runner.setup()
-    site = web.TCPSite(runner, settings.host, settings.port)
+    app = make_app(ls.bridge, gen, ServiceConfig(host=settings.host, model_name=name))
     try:
-        await site.start()
+        ls.http_runner, port = await start_site(app, settings.host, settings.port)
     except OSError as e:
-        await runner.cleanup()
         return _cannot(ls, f"cannot listen on {settings.host}:{settings.port}: {e.strerror or e}")
-    port = site._server.sockets[0].getsockname()[1] if site._server and site._server.sockets else settings.port
-    ls.http_runner = runner
-    host = f"[{settings.host}]" if ":" in settings.host else settings.host
-    log.info("HTTP completion service on http://%s:%d (%s)", host, port, name)
-    print(f"laya-lsp: HTTP completion service on http://{host}:{port}", file=sys.stderr, flush=True)
+    url = base_url(settings.host, port)
+    log.info("HTTP completion service on %s (%s)", url, name)
+    print(f"laya-lsp: HTTP completion service on {url}", file=sys.stderr, flush=True)
     return port
 
 

@@ -176,3 +176,27 @@ def make_app(bridge: EngineBridge, generator: Generator, config: ServiceConfig |
     app.router.add_get("/health", health)
     app.router.add_get("/v1/models", models)
     return app
+
+
+def base_url(host: str, port: int) -> str:
+    """``http://host:port``, an IPv6 host in brackets."""
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}"
+
+
+async def start_site(app: web.Application, host: str, port: int) -> tuple[web.AppRunner, int]:
+    """Serve ``app`` on ``host:port`` (0: a free port); returns the runner (``cleanup()`` it to
+    stop) and the bound port.
+
+    Raises:
+        OSError: the address cannot be listened on (the runner is cleaned up first).
+    """
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    try:
+        await site.start()
+    except OSError:
+        await runner.cleanup()
+        raise
+    bound = site._server.sockets[0].getsockname()[1] if site._server and site._server.sockets else port
+    return runner, bound

@@ -90,11 +90,9 @@ def _load(a: argparse.Namespace):
 
 
 async def _serve(a: argparse.Namespace) -> int:
-    from aiohttp import web
-
     from laya_lsp.scheduling import EngineBridge
 
-    from .app import ServiceConfig, make_app
+    from .app import ServiceConfig, base_url, make_app, start_site
 
     bridge = EngineBridge()
     try:
@@ -106,18 +104,13 @@ async def _serve(a: argparse.Namespace) -> int:
         return 2
     cfg = ServiceConfig(host=a.host, model_name=name, max_body=a.max_body, max_tokens=a.max_tokens,
                         allow_origins=frozenset(a.allow_origin))
-    runner = web.AppRunner(make_app(bridge, gen, cfg), access_log=None, handle_signals=False)
-    await runner.setup()
-    site = web.TCPSite(runner, a.host, a.port)
     try:
-        await site.start()
+        runner, port = await start_site(make_app(bridge, gen, cfg), a.host, a.port)
     except OSError as e:
         print(f"laya serve: cannot listen on {a.host}:{a.port}: {e.strerror or e}", file=sys.stderr)
-        await runner.cleanup()
+        bridge.shutdown()
         return 1
-    port = site._server.sockets[0].getsockname()[1] if site._server and site._server.sockets else a.port
-    host = f"[{a.host}]" if ":" in a.host else a.host
-    print(f"laya serve: serving on http://{host}:{port} ({name}, {backend} backend)", file=sys.stderr, flush=True)
+    print(f"laya serve: serving on {base_url(a.host, port)} ({name}, {backend} backend)", file=sys.stderr, flush=True)
     try:
         await asyncio.Event().wait()
     finally:

@@ -122,6 +122,18 @@ class RawServer:
             "textDocument": {"uri": uri}, "position": {"line": line, "character": character}},
             timeout)
 
+    def complete_until(self, uri: str, line: int, character: int, label: str,
+                       timeout: float = 30.0, why: str = "never offered") -> list[str]:
+        """Ask for completion every 0.2 s until ``label`` is among the items; returns the labels.
+        Fails with ``why`` after ``timeout`` seconds (words reach the pool in the background)."""
+        deadline = time.monotonic() + timeout
+        labels: list[str] = []
+        while label not in labels:
+            assert time.monotonic() < deadline, f"{why}: {labels}"
+            time.sleep(0.2)
+            labels = [i["label"] for i in self.complete(uri, line, character)["result"]["items"]]
+        return labels
+
     def exit(self, shutdown: bool = True, timeout: float = 20.0) -> int:
         if shutdown:
             self.call("shutdown")

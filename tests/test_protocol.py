@@ -246,12 +246,7 @@ def test_document_opened_while_loading_gets_its_vocabulary_without_an_edit():
     with RawServer() as s:
         s.initialize()
         s.open(URI, "print(zebra_u)\nzebra_unique_field = 1\n")  # the model is still loading
-        deadline = time.monotonic() + 15
-        labels: list[str] = []
-        while "zebra_unique_field" not in labels:
-            assert time.monotonic() < deadline, f"never in the vocabulary: {labels}"
-            time.sleep(0.2)
-            labels = [i["label"] for i in s.complete(URI, 0, 13)["result"]["items"]]
+        s.complete_until(URI, 0, 13, "zebra_unique_field", timeout=15, why="never in the vocabulary")
         assert s.exit() == 0
 
 

@@ -263,8 +263,6 @@ def test_which_changes_start_a_reindex(tmp_path: Path):
 def test_client_that_never_answers_progress_create_still_gets_the_workspace(tmp_path):
     """A client may declare work-done progress and never answer ``window/workDoneProgress/create``:
     the index must not wait for it forever."""
-    import time
-
     from lsp_raw import RawServer
 
     (tmp_path / "helpers.py").write_text("def workspace_alpha_identifier():\n    return 1\n")
@@ -278,12 +276,7 @@ def test_client_that_never_answers_progress_create_still_gets_the_workspace(tmp_
         s.notify("initialized", {})
         uri = root + "/main.py"
         s.open(uri, "x = workspace_al")
-        deadline = time.monotonic() + 30
-        labels: list[str] = []
-        while "workspace_alpha_identifier" not in labels:
-            assert time.monotonic() < deadline, f"the workspace never reached the pool: {labels}"
-            time.sleep(0.3)
-            labels = [i["label"] for i in s.complete(uri, 0, 16)["result"]["items"]]
+        s.complete_until(uri, 0, 16, "workspace_alpha_identifier", why="the workspace never reached the pool")
         creates = [m for m in s.messages if m.get("method") == "window/workDoneProgress/create"]
         assert creates, "the server did not ask for progress (the case under test)"
         assert s.exit() == 0
