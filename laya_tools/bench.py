@@ -244,6 +244,11 @@ def main(a) -> int:
         jr = bench_jumps(text, servers, a.warmup, a.runs, model=a.model, gap=gap)
         results["jumps_gap_ms"] = gap * 1e3
         _lsp_rows(jr, "jumps", "after_jump", "first after a jump:  ", results, series)
+        # the absolute numbers a user sees: the default server alone on the cores (above, each
+        # of its requests follows the other server's, whose 30 ms prefills share the 2 cores)
+        print(f"\n[LSP over stdio] the same jumps, the default server alone; {a.warmup} warm-up, {a.runs} timed keystrokes")
+        ja = bench_jumps(text, {"after (default), alone": (None, None)}, a.warmup, a.runs, model=a.model, gap=gap)
+        _lsp_rows(ja, "jumps_alone", "after_jump", "first after a jump:  ", results, series)
 
         from laya_tools.bench_jumps import bench_pastes
 
@@ -256,8 +261,9 @@ def main(a) -> int:
 
 
 def _lsp_rows(runs: dict, key: str, first: str, label: str, results: dict, series: dict) -> None:
-    """Print one LSP workload's rows (servers "before" then "after", see ``laya_tools.bench_jumps``),
-    record them under ``results[key]`` and ``series``, and print the before / after ratios."""
+    """Print one LSP workload's rows (servers "before" then "after", see ``laya_tools.bench_jumps``,
+    or one server alone), record them under ``results[key]`` and ``series``, and print the
+    before / after ratios (two servers)."""
     from laya_tools.replay import pct as lpct
 
     results[key] = {}
@@ -267,6 +273,8 @@ def _lsp_rows(runs: dict, key: str, first: str, label: str, results: dict, serie
         print(f"  {'':30s} {label} {lpct(r[first])}   ({empty} answers without items)")
         results[key][name] = {**{k: summary(v) for k, v in r.items()}, "empty_answers": empty}
         series[f"LSP {key}: {name}"] = r["all"]
+    if len(runs) != 2:
+        return
     b, f = (r["all"] for r in runs.values())
     for q in (50, 90, 99):
         print(f"  p{q} before / after: {np.percentile(b, q) / np.percentile(f, q):.2f}x")

@@ -6,70 +6,44 @@ deleted (one ``didChange``, untimed) and typed back one at a time, each followed
 ``textDocument/completion`` at the cursor. The first request after each jump is the one that
 needs a new window. Several servers (e.g. before/after a change, each with its own
 ``initializationOptions`` and environment) get the same edits, interleaved request by request,
-so background load hits them alike and their ratio holds on a noisy machine.
+so background load hits them alike and their ratio holds on a noisy machine. Each server is
+driven by the lean client of ``laya_tools.pipe_client`` (the round trip an editor sees).
 """
 
 from __future__ import annotations
 
-import os
 import random
 import re
 import time
 from contextlib import contextmanager
 
-from lsprotocol import types
-
-from .replay import ReplayClient, _utf16_len
+from .pipe_client import PipeClient
 
 WORD_START = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]{3,}")
 
 
-def _position(text: str, offset: int) -> types.Position:
-    line = text.count("\n", 0, offset)
-    start = text.rfind("\n", 0, offset) + 1
-    return types.Position(line=line, character=_utf16_len(text[start:offset]))
-
-
 class _Server:
+    """One server and its lean client (``laya_tools.pipe_client``), counting empty answers."""
+
     def __init__(self, name: str, options: dict | None, env: dict | None, model=None):
-        saved = {k: os.environ.get(k) for k in (env or {})}
-        os.environ.update(env or {})
-        try:
-            self.client = ReplayClient(model, init_options=options)
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+        self.client = PipeClient(model, init_options=options, env=env)
         self.name = name
-        self.version = 1
-        self.text = ""
         self.empty = 0
+
+    @property
+    def text(self) -> str:
+        return self.client.text
 
     def open(self, uri: str, text: str) -> None:
         self.client.open(uri, text)
-        self.text = text
 
     def edit(self, start: int, end: int, new: str) -> None:
         """Replace ``text[start:end]`` by ``new`` (one incremental ``didChange``)."""
-        c = self.client
-        self.version += 1
-        rng = types.Range(start=_position(self.text, start), end=_position(self.text, end))
-        c.client.text_document_did_change(types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=c.uri, version=self.version),
-            content_changes=[types.TextDocumentContentChangePartial(range=rng, text=new)]))
-        self.text = self.text[:start] + new + self.text[end:]
+        self.client.edit(start, end, new)
 
     def complete(self, offset: int) -> float:
         """Seconds for a completion at ``offset``; counts answers without items in ``self.empty``."""
-        c = self.client
-        pos = _position(self.text, offset)
-        t = time.perf_counter()
-        res = c._run(c.client.text_document_completion_async(types.CompletionParams(
-            text_document=types.TextDocumentIdentifier(uri=c.uri), position=pos)))
-        dt = time.perf_counter() - t
-        items = res.items if isinstance(res, types.CompletionList) else (res or [])
+        items, dt = self.client.complete_at(offset)
         self.empty += not items
         return dt
 

@@ -249,13 +249,18 @@ def pct(xs) -> str:
 def bench_round_trip(text: str, warmup: int = 100, runs: int = 1000, model=None, edits: int = 10000) -> dict:
     """LSP completion round trips (seed method), start-up times and resident memory over edits.
 
+    Timed with the lean client (``laya_tools.pipe_client.PipeClient``: one thread, blocking pipe
+    I/O, ``json.loads``), as an editor's native JSON-RPC client sees the server.
+
     Returns:
         ``{"typing": [seconds per round trip], "rss_mb": [every 2000 edits], "initialize_ms",
         "first_completion_ms"}``.
     """
     import numpy as np
 
-    c = ReplayClient(model)
+    from .pipe_client import PipeClient
+
+    c = PipeClient(model)
     try:
         c.open("file:///bench/typing.py", text[:2000])
         items, _ = c.complete()  # waits for the model to load

@@ -1,0 +1,28 @@
+"""The lean benchmark client (``laya_tools.pipe_client``) against a real server: it completes,
+edits incrementally in UTF-16 columns, reports error answers and ends the server cleanly."""
+
+import pytest
+
+from laya_tools.pipe_client import PipeClient, position
+
+
+def test_position_counts_utf16_columns():
+    assert position("ab\n😀x", 6) == {"line": 1, "character": 3}
+    assert position("ab\ncd", 2) == {"line": 0, "character": 2}
+
+
+def test_types_completes_and_shuts_down():
+    c = PipeClient()
+    try:
+        c.open("file:///t/pipe.py", "import os\n\n\ndef main(path):\n    return os.pa")
+        items, dt = c.complete()
+        assert "path" in [i["label"] for i in items] and 0 < dt < 30
+        c.type_to(c.text[:-2] + "😀 = os.pa")  # an edit after a non-BMP character
+        assert c.text.endswith("😀 = os.pa")
+        items, _ = c.complete()
+        assert "path" in [i["label"] for i in items]
+        with pytest.raises(RuntimeError, match="-32601"):
+            c.request("laya/noSuchMethod", {})
+    finally:
+        c.shutdown()
+    assert c.proc.returncode == 0
