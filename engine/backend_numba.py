@@ -33,13 +33,15 @@ from .backend_numpy import NumpyBackend
 from .model import ModelArgs
 
 STEP_MAX = int(os.environ.get("LAYA_STEP_MAX", "24"))
-"""Up to this many new tokens are run one compiled step each; more go through the float32 prefill
-(``LAYA_STEP_MAX``: for side-by-side comparisons). 24 covers the short window after a jump (16
-tokens) plus a word: in process the float32 prefill of 18 tokens is faster (2.5-3.1 ms vs ~4.2 ms
-at the median), but inside the server it took 10-40 ms now and then (traced per decision; not
-the garbage collector, not fresh KV pages; the compiled steps hold the GIL throughout); two servers side by side, typing after jumps (2026-11-30,
-nothing else running), first after a jump p50 / p90 / p99: 8 steps 1.85 / 2.69 / 3.43 ms,
-24 steps 1.75 / 2.26 / 2.58 ms."""
+"""Up to this many new tokens run one compiled step each; more go through NumPy's float32 prefill
+(``LAYA_STEP_MAX``: for side-by-side comparisons). In process, NumPy's prefill of 18 tokens is
+faster than 18 steps (2.5-3.1 vs ~3.6-4.2 ms), but inside the server it took 10-40 ms now and
+then (traced per decision; not the garbage collector, not fresh KV pages; the compiled steps hold
+the GIL throughout). Two servers side by side, typing after jumps (2026-11-30, nothing else
+running), first keystroke after a jump p50 / p90 / p99: NumPy above 8 tokens 1.85 / 2.69 / 3.43
+ms, steps up to 24: 1.75 / 2.26 / 2.58 ms. (A batched kernel, each code row unpacked once for all
+new tokens, was measured at 1.03-1.65x the steps' time for 1-4 tokens and 0.93-0.96x for 6-24: the step
+is bound by its multiply-adds, not by unpacking; not kept.)"""
 
 
 class QuantWeights:

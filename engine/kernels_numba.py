@@ -18,7 +18,8 @@ def _qgemv(codes_t, scales_t, biases_t, x, out):
 
     Transposed, the inner loop is an axpy over outputs (no horizontal reduction), which LLVM turns
     into 8-wide FMAs on AVX2: ~2-3x faster than the row-dot form on this CPU (12 vs 23-35 us for
-    1024x256).
+    1024x256). Four code rows per pass: 256x768 in 7.6 instead of 12.4 us, 256x4096 (the LM head)
+    38.6 instead of 46.9 us (JIT, 2026-11-30).
     """
     n_in, n_out = codes_t.shape
     ng = scales_t.shape[0]
@@ -30,13 +31,55 @@ def _qgemv(codes_t, scales_t, biases_t, x, out):
         for o in range(n_out):
             acc[o] = 0.0
         xs = np.float32(0.0)
-        for i in range(g * gs, (g + 1) * gs):
+        i = g * gs
+        end = (g + 1) * gs
+        while i + 4 <= end:  # four code rows per pass over ``acc``: a quarter of its loads/stores
+            x0 = x[i]
+            x1 = x[i + 1]
+            x2 = x[i + 2]
+            x3 = x[i + 3]
+            xs += x0 + x1 + x2 + x3
+            for o in range(n_out):
+                acc[o] += (np.float32(codes_t[i, o]) * x0 + np.float32(codes_t[i + 1, o]) * x1
+                           + np.float32(codes_t[i + 2, o]) * x2 + np.float32(codes_t[i + 3, o]) * x3)
+            i += 4
+        while i < end:
             xi = x[i]
             xs += xi
             for o in range(n_out):
                 acc[o] += np.float32(codes_t[i, o]) * xi
+            i += 1
         for o in range(n_out):
             out[o] += scales_t[g, o] * acc[o] + biases_t[g, o] * xs
+
+
+@numba.njit(fastmath=True, cache=True, nogil=True)
+def _softmax_unnormed(sc, n, bits):
+    """``sc[:n] = exp(sc[:n] - max)``; returns their sum. ``bits`` is int32 scratch of ``>= n``.
+
+    ``exp`` as ``2^k * 2^f``: ``2^f`` on ``[0, 1)`` by its degree-7 Taylor polynomial in ``f ln 2``
+    (relative error < 4e-7, float32's own is 6e-8), ``2^k`` by writing the exponent bits. numba
+    has no vector ``exp`` without Intel's SVML, so ``np.exp`` ran one scalar call per position:
+    0.84 instead of 1.93 us for 512 positions, 16 per token (4 layers x 4 heads)."""
+    m = sc[0]
+    for p in range(1, n):
+        if sc[p] > m:
+            m = sc[p]
+    scale = bits[:n].view(np.float32)
+    for p in range(n):
+        y = max((sc[p] - m) * np.float32(1.4426950408889634), np.float32(-126.0))
+        k = np.floor(y)
+        f = y - k
+        sc[p] = np.float32(1.0) + f * (np.float32(0.6931471805599453) + f * (np.float32(0.2402265069591007)
+                + f * (np.float32(0.05550410866482158) + f * (np.float32(0.009618129107628477)
+                + f * (np.float32(0.0013333558146428443) + f * np.float32(0.00015403530393381609))))))
+        bits[p] = (np.int32(k) + 127) << 23
+    tot = np.float32(0.0)
+    for p in range(n):
+        e = sc[p] * scale[p]
+        sc[p] = e
+        tot += e
+    return tot
 
 
 @numba.njit(fastmath=True, cache=True, nogil=True)
@@ -70,6 +113,7 @@ def _step(x, off, ln1, qkv_c, qkv_s, qkv_b, o_c, o_s, o_b, ln2, gu_c, gu_s, gu_b
     gu = np.empty(gu_c.shape[2], np.float32)
     act = np.empty(inter, np.float32)
     sc = np.empty(end, np.float32)
+    bits = np.empty(end, np.int32)
     for layer in range(qkv_c.shape[0]):
         _rms_scale(x, ln1[layer], eps, xn)
         _qgemv(qkv_c[layer], qkv_s[layer], qkv_b[layer], xn, qkv)
@@ -95,15 +139,7 @@ def _step(x, off, ln1, qkv_c, qkv_s, qkv_b, o_c, o_s, o_b, ln2, gu_c, gu_s, gu_b
                 qi = qkv[hh * hd + i]
                 for p in range(end):
                     sc[p] += qi * kT[layer, kh, i, p]
-            m = sc[0]
-            for p in range(1, end):
-                if sc[p] > m:
-                    m = sc[p]
-            tot = np.float32(0.0)
-            for p in range(end):
-                e = np.exp(sc[p] - m)
-                sc[p] = e
-                tot += e
+            tot = _softmax_unnormed(sc, end, bits)
             for i in range(hd):
                 att[hh * hd + i] = 0.0
             for p in range(end):

@@ -57,7 +57,7 @@ def test_step_by_step_logits_match_float32(pair, ids):
 
 
 def test_few_token_forward_equals_prefill(pair, ids):
-    """Up to STEP_MAX new tokens run as compiled steps; more through the float32 prefill."""
+    """Up to STEP_MAX new tokens run through the compiled (batched) kernels; more through the float32 prefill."""
     _, q = pair
     q.reset()
     full = q.forward(ids[:40], all_positions=True)
@@ -66,6 +66,22 @@ def test_few_token_forward_equals_prefill(pair, ids):
     few = q.forward(ids[34:40], all_positions=True)
     assert few.shape == (6, q.args.hidden_size)
     assert np.abs(few - full[34:]).max() < 1e-4
+
+
+def test_several_new_tokens_equal_single_steps(pair, ids):
+    """Several new tokens in one ``forward`` give each position (and the KV cache) what one
+    ``forward`` per token gives."""
+    _, q = pair
+    q.reset()
+    q.forward(ids[:30])
+    batched = q.forward(ids[30:47], all_positions=True)
+    cached_batched = (q.kT[:, :, :, :47].copy(), q.v[:, :, :47].copy())
+    q.reset()
+    q.forward(ids[:30])
+    single = np.stack([q.forward([t]) for t in ids[30:47]])
+    assert np.abs(batched - single).max() < 1e-4
+    assert np.abs(cached_batched[0] - q.kT[:, :, :, :47]).max() < 1e-4
+    assert np.abs(cached_batched[1] - q.v[:, :, :47]).max() < 1e-4
 
 
 def test_swap_keeps_both_caches(pair, ids):
