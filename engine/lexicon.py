@@ -323,6 +323,11 @@ class _Table:
         return len(self.keys)
 
 
+TOP_RANGES_CACHED = 256
+"""Most prefix ranges whose most frequent words :meth:`CorpusLexicon.top_in_range` keeps (at most
+~2 MB; only prefixes of one or two characters have ranges wide enough to use it)."""
+
+
 class CorpusLexicon:
     """Shipped corpus statistics (``lexicon.npz``): identifiers sorted for prefix lookup, their
     counts and first BPE token, and pruned bigram/trigram tables.
@@ -346,6 +351,7 @@ class CorpusLexicon:
         if not (len(self.words) == len(self.counts) == len(self.first_tokens)):
             raise ValueError("words, counts and first_tokens differ in length")
         self.total = float(self.counts.sum())
+        self._top_in_range: dict[tuple[int, int, int], np.ndarray] = {}
         for name in ("bi", "tri"):
             keys = strings.get(f"{name}_keys")
             keys = keys if keys is not None else StringArray(arrays[f"{name}_keys"])
@@ -357,6 +363,20 @@ class CorpusLexicon:
     def top_words(self, size: int) -> np.ndarray:
         """Indices of the ``size`` most frequent words (ties: the earlier word), sorted."""
         return np.sort(np.argsort(-self.counts, kind="stable")[:size])
+
+    def top_in_range(self, lo: int, hi: int, size: int) -> np.ndarray:
+        """Indices of the ``size`` most frequent words among ``lo:hi`` (a prefix's range), sorted;
+        cached per range (a one-character prefix spans thousands of words: ranking them all on
+        every keystroke cost ~0.1 ms)."""
+        cache = self._top_in_range
+        key = (lo, hi, size)
+        top = cache.get(key)
+        if top is None:
+            top = lo + np.sort(np.argsort(-self.counts[lo:hi], kind="stable")[:size])
+            if len(cache) >= TOP_RANGES_CACHED:
+                cache.clear()
+            cache[key] = top
+        return top
 
     @property
     def nbytes(self) -> int:
@@ -736,8 +756,8 @@ class PoolBuilder:
         parts_word.append((words, lo))
         c = self.corpus
         if c is not None:
-            if prefix:
-                clo, chi = c.prefix_range(prefix)
+            clo, chi = c.prefix_range(prefix) if prefix else (0, 0)
+            if prefix and chi - clo <= 4 * size:
                 s = c.counts[clo:chi] * (self.weights["cor1"] / c.total)
                 cj, cv = self.corpus_extra_ix, self.corpus_extra_v
                 a, b = np.searchsorted(cj, clo), np.searchsorted(cj, chi)
@@ -748,10 +768,19 @@ class PoolBuilder:
                 parts_first.append(c.first_tokens[clo:chi])
                 parts_word.append((c.words, clo))
             else:
-                # no prefix: the most frequent corpus words plus the context's corpus extras
-                idx = _unique_inverse(np.concatenate([self._top_corpus(size), self.corpus_extra_ix]))[0]
+                # no prefix, or a short one with a wide range: the most frequent corpus words
+                # (of the range) plus the context's corpus extras (of the range); only these can
+                # reach the pool, as the others' prior is their count alone
+                cj, cv = self.corpus_extra_ix, self.corpus_extra_v
+                if prefix:
+                    a, b = np.searchsorted(cj, clo), np.searchsorted(cj, chi)
+                    cj, cv = cj[a:b], cv[a:b]
+                    top = c.top_in_range(clo, chi, size)
+                else:
+                    top = self._top_corpus(size)
+                idx = _unique_inverse(np.concatenate([top, cj]))[0]
                 s = c.counts[idx] * (self.weights["cor1"] / c.total)
-                s[np.searchsorted(idx, self.corpus_extra_ix)] += self.corpus_extra_v
+                s[np.searchsorted(idx, cj)] += cv
                 s[_in_sorted(idx, doc_cix)] = -1.0
                 parts_score.append(s)
                 parts_first.append(c.first_tokens[idx])

@@ -342,8 +342,8 @@ class PoolBuilder:
         parts_word.append((words, lo))
         c = self.corpus
         if c is not None:
-            if prefix:
-                clo, chi = c.prefix_range(prefix)
+            clo, chi = c.prefix_range(prefix) if prefix else (0, 0)
+            if prefix and chi - clo <= 4 * size:
                 s = self.corpus_base[clo:chi].copy()
                 cj, cv = self.corpus_extra_ix, self.corpus_extra_v
                 a, b = np.searchsorted(cj, clo), np.searchsorted(cj, chi)
@@ -354,10 +354,18 @@ class PoolBuilder:
                 parts_first.append(c.first_tokens[clo:chi])
                 parts_word.append((c.words, clo))
             else:
-                # no prefix: the most frequent corpus words plus the context's corpus extras
-                idx = np.union1d(self._top_corpus(size), self.corpus_extra_ix)
+                # no prefix, or a short one with a wide range: the most frequent corpus words (of
+                # the range) plus the context's corpus extras (of the range)
+                cj, cv = self.corpus_extra_ix, self.corpus_extra_v
+                if prefix:
+                    a, b = np.searchsorted(cj, clo), np.searchsorted(cj, chi)
+                    cj, cv = cj[a:b], cv[a:b]
+                    top = clo + np.sort(np.argsort(-c.counts[clo:chi], kind="stable")[:size])
+                else:
+                    top = self._top_corpus(size)
+                idx = np.union1d(top, cj)
                 s = self.corpus_base[idx]
-                s[np.searchsorted(idx, self.corpus_extra_ix)] += self.corpus_extra_v
+                s[np.searchsorted(idx, cj)] += cv
                 if len(in_doc):
                     s[in_doc[idx]] = -1.0
                 parts_score.append(s)
