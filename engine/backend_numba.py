@@ -15,10 +15,11 @@ is one compiled function, so a step makes one Python call instead of ~120 NumPy 
 
 Prefill of many tokens at once stays on :class:`~engine.backend_numpy.NumpyBackend`'s float32
 matrix-matrix path (compute-bound, where OpenBLAS beats a hand loop); up to ``STEP_MAX`` new
-tokens run as compiled steps. The KV-cache layout, ``trim``, ``shift`` and ``hid`` are the NumPy
-backend's. The kernels live in ``engine.kernels_numba``; ``engine.kernels`` loads them compiled
-ahead of time when it can (no numba or LLVM in memory), else JIT-compiled (cached next to the
-file, numba ``cache=True``, so only the first start after an install pays ~2-4 s).
+tokens run through the compiled kernels (one by one, or from ``BATCH_MIN`` on together). The
+KV-cache layout, ``trim``, ``shift`` and ``hid`` are the NumPy backend's. The kernels live in
+``engine.kernels_numba``; ``engine.kernels`` loads them compiled ahead of time when it can (no
+numba or LLVM in memory), else JIT-compiled (cached next to the file, numba ``cache=True``, so
+only the first start after an install pays ~2-4 s).
 """
 
 from __future__ import annotations
@@ -33,15 +34,19 @@ from .backend_numpy import NumpyBackend
 from .model import ModelArgs
 
 STEP_MAX = int(os.environ.get("LAYA_STEP_MAX", "24"))
-"""Up to this many new tokens run one compiled step each; more go through NumPy's float32 prefill
-(``LAYA_STEP_MAX``: for side-by-side comparisons). In process, NumPy's prefill of 18 tokens is
-faster than 18 steps (2.5-3.1 vs ~3.6-4.2 ms), but inside the server it took 10-40 ms now and
-then (traced per decision; not the garbage collector, not fresh KV pages; the compiled steps hold
-the GIL throughout). Two servers side by side, typing after jumps (2026-11-30, nothing else
-running), first keystroke after a jump p50 / p90 / p99: NumPy above 8 tokens 1.85 / 2.69 / 3.43
-ms, steps up to 24: 1.75 / 2.26 / 2.58 ms. (A batched kernel, each code row unpacked once for all
-new tokens, was measured at 1.03-1.65x the steps' time for 1-4 tokens and 0.93-0.96x for 6-24: the step
-is bound by its multiply-adds, not by unpacking; not kept.)"""
+"""Up to this many new tokens run through the compiled kernels; more go through NumPy's float32
+prefill (``LAYA_STEP_MAX``: for side-by-side comparisons). In process, NumPy's prefill of 18
+tokens is about as fast (2.5-3.5 ms), but inside the server it took 10-40 ms now and then (traced
+per decision; not the garbage collector, not fresh KV pages; the compiled kernels hold the GIL
+throughout). Two servers side by side, typing after jumps (2026-11-30, nothing else running),
+first keystroke after a jump p50 / p90 / p99: NumPy above 8 tokens 1.85 / 2.69 / 3.43 ms,
+compiled up to 24: 1.75 / 2.26 / 2.58 ms."""
+BATCH_MIN = 3
+"""From this many new tokens on, they go through the compiled kernels together (``steps``: each
+code row read once for all of them), below one ``step`` each. Shuffled among llama.cpp runners
+(``laya bench --peers``' workload, 2026-11-30): +3 tokens 1.11 vs 1.21 ms one by one, +4 1.35 vs
+1.47, +2 0.90 vs 0.88; with warm caches two tokens together were 1.2x slower, 3-24 equal to
+1.06x faster."""
 
 
 class QuantWeights:
@@ -134,9 +139,17 @@ class NumbaBackend(NumpyBackend):
         if self.offset + L > self.capacity:
             raise ValueError(f"KV cache holds {self.capacity} tokens; {self.offset} cached + {L} new is too many")
         off = self.offset
-        for t in tokens:
-            out = self._step(int(t))
-        return self.hid[off : off + L].copy() if all_positions else out
+        if L < BATCH_MIN:
+            for t in tokens:
+                out = self._step(int(t))
+            return self.hid[off : off + L].copy() if all_positions else out
+        x = self.emb[np.asarray(tokens, dtype=np.int64)].astype(np.float32)  # a copy: updated in place
+        hs = np.empty((L, self.d), np.float32)
+        self._k.steps(x, off, *self._q, self.norm, self.kT, self.v, self._cos, self._sin, self.h, self.kvh,
+                      self._eps, hs)
+        self.offset = off + L
+        self.hid[off : off + L] = hs
+        return hs if all_positions else hs[-1].copy()
 
     def _step(self, token: int) -> np.ndarray:
         off = self.offset

@@ -1,9 +1,10 @@
 """The numba kernels of the plain-CPU decoder (``engine.backend_numba``), JIT-compiled.
 
 ``_qgemv`` is the product of a 6-bit-code matrix with a vector, dequantization fused; ``_step`` is
-one token through every layer. ``engine.kernels`` loads these, or the same functions compiled
-ahead of time into an extension module (``build_aot``), which runs without importing numba or
-LLVM at all: ~100 MB less resident memory in the server.
+one token through every layer, ``_steps`` several new tokens at once (``_qgemm``).
+``engine.kernels`` loads these, or the same functions compiled ahead of time into an extension
+module (``build_aot``), which runs without importing numba or LLVM at all: ~100 MB less resident
+memory in the server.
 """
 
 from __future__ import annotations
@@ -18,8 +19,7 @@ def _qgemv(codes_t, scales_t, biases_t, x, out):
 
     Transposed, the inner loop is an axpy over outputs (no horizontal reduction), which LLVM turns
     into 8-wide FMAs on AVX2: ~2-3x faster than the row-dot form on this CPU (12 vs 23-35 us for
-    1024x256). Four code rows per pass: 256x768 in 7.6 instead of 12.4 us, 256x4096 (the LM head)
-    38.6 instead of 46.9 us (JIT, 2026-11-30).
+    1024x256).
     """
     n_in, n_out = codes_t.shape
     ng = scales_t.shape[0]
@@ -31,24 +31,11 @@ def _qgemv(codes_t, scales_t, biases_t, x, out):
         for o in range(n_out):
             acc[o] = 0.0
         xs = np.float32(0.0)
-        i = g * gs
-        end = (g + 1) * gs
-        while i + 4 <= end:  # four code rows per pass over ``acc``: a quarter of its loads/stores
-            x0 = x[i]
-            x1 = x[i + 1]
-            x2 = x[i + 2]
-            x3 = x[i + 3]
-            xs += x0 + x1 + x2 + x3
-            for o in range(n_out):
-                acc[o] += (np.float32(codes_t[i, o]) * x0 + np.float32(codes_t[i + 1, o]) * x1
-                           + np.float32(codes_t[i + 2, o]) * x2 + np.float32(codes_t[i + 3, o]) * x3)
-            i += 4
-        while i < end:
+        for i in range(g * gs, (g + 1) * gs):
             xi = x[i]
             xs += xi
             for o in range(n_out):
                 acc[o] += np.float32(codes_t[i, o]) * xi
-            i += 1
         for o in range(n_out):
             out[o] += scales_t[g, o] * acc[o] + biases_t[g, o] * xs
 
@@ -160,18 +147,128 @@ def _step(x, off, ln1, qkv_c, qkv_s, qkv_b, o_c, o_s, o_b, ln2, gu_c, gu_s, gu_b
     _rms_scale(x, norm, eps, out)
 
 
+@numba.njit(fastmath=True, cache=True, nogil=True)
+def _qgemm(codes_t, scales_t, biases_t, x, out):
+    """``out[t] = dequant(codes, scales, biases) @ x[t]`` for each row ``t`` of ``x (L, n_in)``;
+    ``out (L, n_out)``. As :func:`_qgemv`, with each code row read and converted once for all
+    ``L`` tokens (the weights are streamed once per batch, not once per token)."""
+    n_in, n_out = codes_t.shape
+    L = x.shape[0]
+    ng = scales_t.shape[0]
+    gs = n_in // ng
+    acc = np.empty((L, n_out), np.float32)
+    crow = np.empty(n_out, np.float32)
+    xs = np.empty(L, np.float32)
+    for t in range(L):
+        for o in range(n_out):
+            out[t, o] = 0.0
+    for g in range(ng):
+        for t in range(L):
+            xs[t] = 0.0
+            for o in range(n_out):
+                acc[t, o] = 0.0
+        for i in range(g * gs, (g + 1) * gs):
+            for o in range(n_out):
+                crow[o] = np.float32(codes_t[i, o])
+            for t in range(L):
+                xi = x[t, i]
+                xs[t] += xi
+                for o in range(n_out):
+                    acc[t, o] += crow[o] * xi
+        for t in range(L):
+            for o in range(n_out):
+                out[t, o] += scales_t[g, o] * acc[t, o] + biases_t[g, o] * xs[t]
+
+
+@numba.njit(fastmath=True, cache=True, nogil=True)
+def _steps(x, off, ln1, qkv_c, qkv_s, qkv_b, o_c, o_s, o_b, ln2, gu_c, gu_s, gu_b, d_c, d_s, d_b,
+           norm, kT, v, cos, sin, n_heads, n_kv, eps, out):
+    """``L`` new tokens through every layer at once: ``x (L, d)`` are their embeddings (updated in
+    place), written at cache positions ``off .. off + L - 1``, each attending causally; ``out (L, d)``
+    gets their final normed states. :func:`_step`'s arithmetic, the projections as :func:`_qgemm`."""
+    L, d = x.shape
+    hd = kT.shape[2]
+    half = hd // 2
+    inter = gu_c.shape[2] // 2
+    nq = n_heads * hd
+    nk = n_kv * hd
+    group = n_heads // n_kv
+    xn = np.empty((L, d), np.float32)
+    qkv = np.empty((L, qkv_c.shape[2]), np.float32)
+    att = np.empty((L, nq), np.float32)
+    tmp = np.empty((L, d), np.float32)
+    gu = np.empty((L, gu_c.shape[2]), np.float32)
+    act = np.empty((L, inter), np.float32)
+    sc = np.empty(off + L, np.float32)
+    bits = np.empty(off + L, np.int32)
+    for layer in range(qkv_c.shape[0]):
+        for t in range(L):
+            _rms_scale(x[t], ln1[layer], eps, xn[t])
+        _qgemm(qkv_c[layer], qkv_s[layer], qkv_b[layer], xn, qkv)
+        for t in range(L):
+            pos = off + t
+            for hh in range(n_heads + n_kv):
+                base = hh * hd
+                for j in range(half):
+                    re = qkv[t, base + 2 * j]
+                    im = qkv[t, base + 2 * j + 1]
+                    c = cos[pos, j]
+                    s = sin[pos, j]
+                    qkv[t, base + 2 * j] = re * c - im * s
+                    qkv[t, base + 2 * j + 1] = re * s + im * c
+            for kh in range(n_kv):
+                for i in range(hd):
+                    kT[layer, kh, i, pos] = qkv[t, nq + kh * hd + i]
+                    v[layer, kh, pos, i] = qkv[t, nq + nk + kh * hd + i]
+        for t in range(L):
+            end = off + t + 1
+            for hh in range(n_heads):
+                kh = hh // group
+                for p in range(end):
+                    sc[p] = 0.0
+                for i in range(hd):
+                    qi = qkv[t, hh * hd + i]
+                    for p in range(end):
+                        sc[p] += qi * kT[layer, kh, i, p]
+                tot = _softmax_unnormed(sc, end, bits)
+                for i in range(hd):
+                    att[t, hh * hd + i] = 0.0
+                for p in range(end):
+                    wgt = sc[p] / tot
+                    for i in range(hd):
+                        att[t, hh * hd + i] += wgt * v[layer, kh, p, i]
+        _qgemm(o_c[layer], o_s[layer], o_b[layer], att, tmp)
+        for t in range(L):
+            for i in range(d):
+                x[t, i] += tmp[t, i]
+            _rms_scale(x[t], ln2[layer], eps, xn[t])
+        _qgemm(gu_c[layer], gu_s[layer], gu_b[layer], xn, gu)
+        for t in range(L):
+            for i in range(inter):
+                g = gu[t, i]
+                act[t, i] = g / (np.float32(1.0) + np.exp(-g)) * gu[t, inter + i]
+        _qgemm(d_c[layer], d_s[layer], d_b[layer], act, tmp)
+        for t in range(L):
+            for i in range(d):
+                x[t, i] += tmp[t, i]
+    for t in range(L):
+        _rms_scale(x[t], norm, eps, out[t])
+
+
 F1, F2, F3, F4 = "float32[::1]", "float32[:,::1]", "float32[:,:,::1]", "float32[:,:,:,::1]"
 U2, U3 = "uint8[:,::1]", "uint8[:,:,::1]"
 SIGNATURES = {
     "qgemv": f"void({U2}, {F2}, {F2}, {F1}, {F1})",
     "step": (f"void({F1}, int64, {F2}, {U3}, {F3}, {F3}, {U3}, {F3}, {F3}, {F2}, {U3}, {F3}, {F3}, "
              f"{U3}, {F3}, {F3}, {F1}, {F4}, {F4}, {F2}, {F2}, int64, int64, float32, {F1})"),
+    "steps": (f"void({F2}, int64, {F2}, {U3}, {F3}, {F3}, {U3}, {F3}, {F3}, {F2}, {U3}, {F3}, {F3}, "
+              f"{U3}, {F3}, {F3}, {F1}, {F4}, {F4}, {F2}, {F2}, int64, int64, float32, {F2})"),
 }
 """Exported names and their exact numba signatures (the arrays ``NumbaBackend`` passes)."""
 
 
 def build_aot(out_dir, module_name: str) -> None:
-    """Compile ``_step`` and ``_qgemv`` ahead of time into ``out_dir/<module_name>*.so`` (numba's
+    """Compile ``_step``, ``_steps`` and ``_qgemv`` ahead of time into ``out_dir/<module_name>*.so`` (numba's
     ``pycc``, for this machine's CPU: ``target_cpu = "host"``, as the JIT does). Needs a C
     compiler (``cc``) to link; takes ~4-6 s.
 
@@ -189,8 +286,10 @@ def build_aot(out_dir, module_name: str) -> None:
     cc.verbose = False
     cc.export("qgemv", SIGNATURES["qgemv"])(_qgemv.py_func)
     cc.export("step", SIGNATURES["step"])(_step.py_func)
+    cc.export("steps", SIGNATURES["steps"])(_steps.py_func)
     cc.compile()
 
 
 qgemv = _qgemv
 step = _step
+steps = _steps

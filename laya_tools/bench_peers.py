@@ -3,8 +3,10 @@
 Workload (issue 8): 300 tokens of a real file cached; append 1 (or 3) new tokens, get the last
 token's logits over the whole vocabulary, roll the cache back to 300 tokens. 100 warm-up, then 1000
 timed decisions per runner and size. Every runner does decision ``i`` before any does ``i + 1``
-(interleaved, so a noisy machine slows all of them alike), and ratios are medians divided by
-llama.cpp Q8_0 on 1 thread.
+(interleaved, so a noisy machine slows all of them alike), in a new random order each time (a
+runner always run right after the same other one finds its weights pushed out of the caches by
+that one's; a random order spreads this over all of them alike), and ratios are medians divided
+by llama.cpp Q8_0 on 1 thread.
 
 llama.cpp runs through llama-cpp-python (the opt-in ``peers`` extra, built from source) on the model
 exported by :mod:`laya_tools.export_gguf`: float32 (the 6-bit numbers dequantized) and Q8_0 (quantized
@@ -15,6 +17,7 @@ backends run ``forward`` + ``logits`` + ``trim``.
 
 from __future__ import annotations
 
+import random
 import sys
 import tempfile
 import time
@@ -137,11 +140,14 @@ def run(model: str | None, backends: list[str], warmup: int, runs: int, text: st
             for name, r in runners.items():
                 agree[name] += int(np.argmax(r.decide(new)) == np.argmax(ref))
         times = {name: {n: [] for n in SIZES} for name in runners}
+        rng = random.Random(0)
         for i in range(warmup + runs):
             j = CACHED + i % spread
             for n in SIZES:
                 new = ids[j : j + n]
-                for name, r in runners.items():
+                order = list(runners.items())
+                rng.shuffle(order)  # no runner always follows the same one (whose weights left the caches)
+                for name, r in order:
                     t = time.perf_counter()
                     r.decide(new)
                     dt = time.perf_counter() - t
