@@ -81,66 +81,84 @@ def _rms_scale(x, w, eps, out):
 
 
 @numba.njit(fastmath=True, cache=True, nogil=True)
+def _rope_store(qkv, pos, layer, kT, v, cos, sin, n_heads, n_kv):
+    """RoPE on one token's q and k at position ``pos`` (features are interleaved (re, im) pairs, see
+    NumpyBackend), then its k and v written into the cache there. ``qkv (nq + 2 nk,)``, in place."""
+    hd = kT.shape[2]
+    nq = n_heads * hd
+    nk = n_kv * hd
+    for hh in range(n_heads + n_kv):
+        base = hh * hd
+        for j in range(hd // 2):
+            re = qkv[base + 2 * j]
+            im = qkv[base + 2 * j + 1]
+            c = cos[pos, j]
+            s = sin[pos, j]
+            qkv[base + 2 * j] = re * c - im * s
+            qkv[base + 2 * j + 1] = re * s + im * c
+    for kh in range(n_kv):
+        for i in range(hd):
+            kT[layer, kh, i, pos] = qkv[nq + kh * hd + i]
+            v[layer, kh, pos, i] = qkv[nq + nk + kh * hd + i]
+
+
+@numba.njit(fastmath=True, cache=True, nogil=True)
+def _attend(qkv, end, layer, kT, v, n_heads, n_kv, sc, bits, att):
+    """One token's attention over cache positions ``0 .. end - 1``: ``att (nq,)`` gets each head's
+    weighted values. ``sc`` / ``bits``: scratch of ``>= end``."""
+    hd = kT.shape[2]
+    group = n_heads // n_kv
+    for hh in range(n_heads):
+        kh = hh // group
+        for p in range(end):
+            sc[p] = 0.0
+        for i in range(hd):
+            qi = qkv[hh * hd + i]
+            for p in range(end):
+                sc[p] += qi * kT[layer, kh, i, p]
+        tot = _softmax_unnormed(sc, end, bits)
+        for i in range(hd):
+            att[hh * hd + i] = 0.0
+        for p in range(end):
+            wgt = sc[p] / tot
+            for i in range(hd):
+                att[hh * hd + i] += wgt * v[layer, kh, p, i]
+
+
+@numba.njit(fastmath=True, cache=True, nogil=True)
+def _silu_mul(gu, act):
+    """``act[i] = silu(gate[i]) * up[i]`` with ``gu = gate | up``."""
+    inter = act.shape[0]
+    for i in range(inter):
+        g = gu[i]
+        act[i] = g / (np.float32(1.0) + np.exp(-g)) * gu[inter + i]
+
+
+@numba.njit(fastmath=True, cache=True, nogil=True)
 def _step(x, off, ln1, qkv_c, qkv_s, qkv_b, o_c, o_s, o_b, ln2, gu_c, gu_s, gu_b, d_c, d_s, d_b,
           norm, kT, v, cos, sin, n_heads, n_kv, eps, out):
     """One token through every layer. ``x (d,)`` is its embedding (updated in place as the residual
     stream); keys/values are written at cache position ``off``; ``out`` gets the final normed state."""
     d = x.shape[0]
-    hd = kT.shape[2]
-    half = hd // 2
-    inter = gu_c.shape[2] // 2
-    nq = n_heads * hd
-    nk = n_kv * hd
-    end = off + 1
-    group = n_heads // n_kv
     xn = np.empty(d, np.float32)
     qkv = np.empty(qkv_c.shape[2], np.float32)
-    att = np.empty(nq, np.float32)
+    att = np.empty(n_heads * kT.shape[2], np.float32)
     tmp = np.empty(d, np.float32)
     gu = np.empty(gu_c.shape[2], np.float32)
-    act = np.empty(inter, np.float32)
-    sc = np.empty(end, np.float32)
-    bits = np.empty(end, np.int32)
+    act = np.empty(gu_c.shape[2] // 2, np.float32)
+    sc = np.empty(off + 1, np.float32)
+    bits = np.empty(off + 1, np.int32)
     for layer in range(qkv_c.shape[0]):
         _rms_scale(x, ln1[layer], eps, xn)
         _qgemv(qkv_c[layer], qkv_s[layer], qkv_b[layer], xn, qkv)
-        # RoPE on q and k: features are interleaved (re, im) pairs (see NumpyBackend)
-        for hh in range(n_heads + n_kv):
-            base = hh * hd
-            for j in range(half):
-                re = qkv[base + 2 * j]
-                im = qkv[base + 2 * j + 1]
-                c = cos[off, j]
-                s = sin[off, j]
-                qkv[base + 2 * j] = re * c - im * s
-                qkv[base + 2 * j + 1] = re * s + im * c
-        for kh in range(n_kv):
-            for i in range(hd):
-                kT[layer, kh, i, off] = qkv[nq + kh * hd + i]
-                v[layer, kh, off, i] = qkv[nq + nk + kh * hd + i]
-        for hh in range(n_heads):
-            kh = hh // group
-            for p in range(end):
-                sc[p] = 0.0
-            for i in range(hd):
-                qi = qkv[hh * hd + i]
-                for p in range(end):
-                    sc[p] += qi * kT[layer, kh, i, p]
-            tot = _softmax_unnormed(sc, end, bits)
-            for i in range(hd):
-                att[hh * hd + i] = 0.0
-            for p in range(end):
-                wgt = sc[p] / tot
-                for i in range(hd):
-                    att[hh * hd + i] += wgt * v[layer, kh, p, i]
+        _rope_store(qkv, off, layer, kT, v, cos, sin, n_heads, n_kv)
+        _attend(qkv, off + 1, layer, kT, v, n_heads, n_kv, sc, bits, att)
         _qgemv(o_c[layer], o_s[layer], o_b[layer], att, tmp)
         for i in range(d):
             x[i] += tmp[i]
         _rms_scale(x, ln2[layer], eps, xn)
         _qgemv(gu_c[layer], gu_s[layer], gu_b[layer], xn, gu)
-        for i in range(inter):
-            g = gu[i]
-            act[i] = g / (np.float32(1.0) + np.exp(-g)) * gu[inter + i]
+        _silu_mul(gu, act)
         _qgemv(d_c[layer], d_s[layer], d_b[layer], act, tmp)
         for i in range(d):
             x[i] += tmp[i]
@@ -187,18 +205,12 @@ def _steps(x, off, ln1, qkv_c, qkv_s, qkv_b, o_c, o_s, o_b, ln2, gu_c, gu_s, gu_
     place), written at cache positions ``off .. off + L - 1``, each attending causally; ``out (L, d)``
     gets their final normed states. :func:`_step`'s arithmetic, the projections as :func:`_qgemm`."""
     L, d = x.shape
-    hd = kT.shape[2]
-    half = hd // 2
-    inter = gu_c.shape[2] // 2
-    nq = n_heads * hd
-    nk = n_kv * hd
-    group = n_heads // n_kv
     xn = np.empty((L, d), np.float32)
     qkv = np.empty((L, qkv_c.shape[2]), np.float32)
-    att = np.empty((L, nq), np.float32)
+    att = np.empty((L, n_heads * kT.shape[2]), np.float32)
     tmp = np.empty((L, d), np.float32)
     gu = np.empty((L, gu_c.shape[2]), np.float32)
-    act = np.empty((L, inter), np.float32)
+    act = np.empty((L, gu_c.shape[2] // 2), np.float32)
     sc = np.empty(off + L, np.float32)
     bits = np.empty(off + L, np.int32)
     for layer in range(qkv_c.shape[0]):
@@ -206,37 +218,9 @@ def _steps(x, off, ln1, qkv_c, qkv_s, qkv_b, o_c, o_s, o_b, ln2, gu_c, gu_s, gu_
             _rms_scale(x[t], ln1[layer], eps, xn[t])
         _qgemm(qkv_c[layer], qkv_s[layer], qkv_b[layer], xn, qkv)
         for t in range(L):
-            pos = off + t
-            for hh in range(n_heads + n_kv):
-                base = hh * hd
-                for j in range(half):
-                    re = qkv[t, base + 2 * j]
-                    im = qkv[t, base + 2 * j + 1]
-                    c = cos[pos, j]
-                    s = sin[pos, j]
-                    qkv[t, base + 2 * j] = re * c - im * s
-                    qkv[t, base + 2 * j + 1] = re * s + im * c
-            for kh in range(n_kv):
-                for i in range(hd):
-                    kT[layer, kh, i, pos] = qkv[t, nq + kh * hd + i]
-                    v[layer, kh, pos, i] = qkv[t, nq + nk + kh * hd + i]
+            _rope_store(qkv[t], off + t, layer, kT, v, cos, sin, n_heads, n_kv)
         for t in range(L):
-            end = off + t + 1
-            for hh in range(n_heads):
-                kh = hh // group
-                for p in range(end):
-                    sc[p] = 0.0
-                for i in range(hd):
-                    qi = qkv[t, hh * hd + i]
-                    for p in range(end):
-                        sc[p] += qi * kT[layer, kh, i, p]
-                tot = _softmax_unnormed(sc, end, bits)
-                for i in range(hd):
-                    att[t, hh * hd + i] = 0.0
-                for p in range(end):
-                    wgt = sc[p] / tot
-                    for i in range(hd):
-                        att[t, hh * hd + i] += wgt * v[layer, kh, p, i]
+            _attend(qkv[t], off + t + 1, layer, kT, v, n_heads, n_kv, sc, bits, att[t])
         _qgemm(o_c[layer], o_s[layer], o_b[layer], att, tmp)
         for t in range(L):
             for i in range(d):
@@ -244,9 +228,7 @@ def _steps(x, off, ln1, qkv_c, qkv_s, qkv_b, o_c, o_s, o_b, ln2, gu_c, gu_s, gu_
             _rms_scale(x[t], ln2[layer], eps, xn[t])
         _qgemm(gu_c[layer], gu_s[layer], gu_b[layer], xn, gu)
         for t in range(L):
-            for i in range(inter):
-                g = gu[t, i]
-                act[t, i] = g / (np.float32(1.0) + np.exp(-g)) * gu[t, inter + i]
+            _silu_mul(gu[t], act[t])
         _qgemm(d_c[layer], d_s[layer], d_b[layer], act, tmp)
         for t in range(L):
             for i in range(d):
