@@ -2,8 +2,9 @@
 
 Each item's edit starts at the identifier prefix being typed (``os.pa`` + ``path`` keeps ``os.``):
 an ``InsertReplaceEdit`` (``insert``: the prefix; ``replace``: the whole identifier around the
-cursor) when the client supports that, else a ``TextEdit`` over the whole identifier, so accepting
-an item inside a word never repeats the word's end (``os.pa|th`` + ``path`` is ``os.path``). The list is always
+cursor) when the client supports that, else a ``TextEdit`` over the whole identifier once part of
+it is typed, so accepting an item inside a word never repeats the word's end (``os.pa|th`` +
+``path`` is ``os.path``), and an insertion at a word's start, so untouched text is never deleted. The list is always
 ``isIncomplete``: the client asks again as the user types, and the engine re-ranks in ~1 ms.
 """
 
@@ -48,8 +49,10 @@ def build_items(ctx: CursorContext, candidates: list[Candidate], *, insert_repla
         ctx: where the cursor is and what is being typed.
         candidates: the engine's candidates, best first; duplicates keep the first.
         insert_replace: use ``InsertReplaceEdit`` (client declared ``insertReplaceSupport``);
-            else a ``TextEdit`` over the whole identifier around the cursor (``replace_range``),
-            so accepting an item inside a word never repeats the word's end (``os.pa|th``).
+            else a ``TextEdit`` over the whole identifier around the cursor (``replace_range``)
+            when part of it is typed, so accepting an item inside a word never repeats the word's
+            end (``os.pa|th``), and an insertion at a word's start (nothing typed), so a word the
+            user has not touched is never deleted (``|os`` + ``import`` is ``importos``).
         max_items: most items.
     """
     items: list[types.CompletionItem] = []
@@ -61,8 +64,10 @@ def build_items(ctx: CursorContext, candidates: list[Candidate], *, insert_repla
         if insert_replace:
             edit = types.InsertReplaceEdit(new_text=cand.text, insert=ctx.insert_range,
                                            replace=ctx.replace_range)
-        else:  # the whole identifier around the cursor: "os.pa|th" + "path" is "os.path"
-            edit = types.TextEdit(range=ctx.replace_range, new_text=cand.text)
+        else:  # the whole identifier the user is typing in: "os.pa|th" + "path" is "os.path";
+            # at a word's start nothing is being typed, so nothing after the cursor is replaced
+            edit = types.TextEdit(range=ctx.replace_range if ctx.word else ctx.insert_range,
+                                  new_text=cand.text)
         items.append(types.CompletionItem(
             label=cand.text,
             kind=_KINDS.get(cand.kind, types.CompletionItemKind.Text),

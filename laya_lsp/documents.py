@@ -73,7 +73,9 @@ def clamp_position(doc: TextDocument, position: types.Position,
     Returns:
         The position in code points (``ServerTextPosition``), with a character past the end of the
         line moved to the line end. The line just after a final line break (or line 0 of an empty
-        document) is valid, at character 0. ``None`` for a line past the end of the document.
+        document) is valid, at character 0. ``None`` for a line past the end of the document and
+        for a position inside one character (a client's bug: the answer is empty, as LSP requires
+        an edit's range to contain the position, and no range of whole characters does).
     """
     if lines is None:
         lines = doc.lines
@@ -87,8 +89,11 @@ def clamp_position(doc: TextDocument, position: types.Position,
     if content.isascii():  # one code unit per character in every encoding: no conversion needed
         return ServerTextPosition(position.line, min(position.character, len(content)))
     encoding = doc.position_codec.encoding
-    width = units.num_units(content, encoding)
-    return ServerTextPosition(position.line, units.to_code_points(content, min(position.character, width), encoding))
+    at = min(position.character, units.num_units(content, encoding))
+    code_points = units.to_code_points(content, at, encoding)
+    if units.to_units(content, code_points, encoding) != at:
+        return None  # inside one character (between a UTF-16 surrogate pair, inside a UTF-8 sequence)
+    return ServerTextPosition(position.line, code_points)
 
 
 def text_around(lines: Sequence[str], line: int, character: int, before: int,

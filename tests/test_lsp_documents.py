@@ -9,7 +9,7 @@ from pygls.workspace.position_codec import PositionCodec
 
 from engine.types import Candidate
 from laya_lsp.completion import build_items
-from laya_lsp.documents import cursor_context
+from laya_lsp.documents import clamp_position, cursor_context
 from tests.unit_lengths import units
 
 ENCODINGS = ["utf-8", "utf-16", "utf-32"]
@@ -104,11 +104,6 @@ def test_cursor_inside_identifier_replace_range_covers_its_rest():
     assert ctx.replace_range == types.Range(start=pos(0, 6), end=pos(0, 14))
 
 
-def test_cursor_inside_surrogate_pair_does_not_crash():
-    ctx = cursor_context(doc_of("a = '😀'"), pos(0, 6))  # between the two UTF-16 halves
-    assert ctx.insert_range.end.character in (5, 7)
-
-
 def test_huge_line_is_bounded():
     text = "x = [" + "1, " * 100_000 + "\n" + "y" * 10 + "\nprint(yy"
     ctx = cursor_context(doc_of(text), pos(2, 8), max_prefix=1000, max_suffix=10)
@@ -151,6 +146,29 @@ def test_plain_text_edit_covers_the_word_after_the_cursor_too():
     line = "os.path.join('a')"
     r = item.text_edit.range
     assert line[: r.start.character] + item.text_edit.new_text + line[r.end.character:] == line
+
+
+def test_position_inside_a_character_is_no_position():
+    """UTF-16 column 6 of ``x = '😀'`` splits the emoji's surrogate pair: no code-point position
+    (an edit there could not contain it); the columns around it are fine."""
+    doc = doc_of("x = '\U0001F600'\n")
+    assert clamp_position(doc, pos(0, 6)) is None
+    assert cursor_context(doc, pos(0, 6)) is None
+    at5, at7 = clamp_position(doc, pos(0, 5)), clamp_position(doc, pos(0, 7))
+    assert (at5.line, at5.character) == (0, 5) and (at7.line, at7.character) == (0, 6)
+
+
+def test_plain_text_edit_at_a_word_start_inserts():
+    """Nothing typed yet (``|os``): a plain TextEdit inserts and keeps the word after the cursor
+    (a fresh helper's ``import os\n|os.pa`` + ``import`` gave ``import.pa``)."""
+    for text, at, after in (("import os\nos.pa", pos(1, 0), "importos.pa"),
+                            ("x = os.\u00e9t\u00e9", pos(0, 7), "x = os.import\u00e9t\u00e9")):
+        ctx = cursor_context(doc_of(text), at)
+        (item,) = build_items(ctx, [Candidate("import", 1.0, "keyword")], insert_replace=False, max_items=5)
+        r = item.text_edit.range
+        assert r.start == r.end == at
+        line = text.split("\n")[at.line]
+        assert line[: r.start.character] + item.text_edit.new_text + line[r.end.character:] == after
 
 
 def test_build_items_insert_replace_and_max_items():
