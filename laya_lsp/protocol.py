@@ -33,7 +33,9 @@ guarantees (JSON-RPC 2.0 and LSP 3.17):
   every request gets exactly one answer:
     -32002 ServerNotInitialized  any request before `initialize`
     -32600 InvalidRequest        a second `initialize`; any request after `shutdown`;
-                                 a request whose id is not a string or an integer
+                                 a request whose id is not a string or an integer;
+                                 (id null) a body that is JSON but no request,
+                                 notification or response (a number, an array, ...)
     -32602 InvalidParams         params that do not match the method's LSP type
                                  (negative or non-integer positions, no `position`,
                                  `textDocument` without `uri`, ...)
@@ -83,6 +85,17 @@ class Malformed:
     @property
     def is_request(self) -> bool:
         return isinstance(self.raw, dict) and "id" in self.raw and "method" in self.raw
+
+    @property
+    def expects_answer(self) -> bool:
+        """A request, or something that is none of request, notification and response (JSON-RPC
+        2.0 answers that with -32600, id null); notifications and responses are never answered."""
+        raw = self.raw
+        if not isinstance(raw, dict):
+            return True
+        if "method" in raw:
+            return "id" in raw
+        return "result" not in raw and "error" not in raw
 
     @property
     def reply_id(self):
@@ -139,6 +152,8 @@ class LayaProtocol(LanguageServerProtocol):
         if "jsonrpc" not in data:
             return data  # a nested object (json.loads calls this for every dict, innermost first)
         if "method" not in data:
+            if "result" not in data and "error" not in data:
+                return Malformed(data, JsonRpcInvalidRequest, "neither a request, a notification nor a response")
             try:
                 return super().structure_message(data)  # a response to one of our requests
             except Exception:  # noqa: BLE001 - answering a response is impossible: drop it
@@ -180,8 +195,9 @@ class LayaProtocol(LanguageServerProtocol):
                 self._reject(Malformed(message, JsonRpcInvalidRequest, "not a JSON-RPC 2.0 request"))
             elif getattr(message, "jsonrpc", None) == self.VERSION:
                 super().handle_message(message)  # a response from the client
-            else:
-                log.warning("ignoring a message that is not JSON-RPC 2.0: %.200r", message)
+            else:  # a number, string, null, array (LSP has no batches) or an object of neither kind
+                reason = "batches are not supported" if isinstance(message, list) else "not a JSON-RPC 2.0 message"
+                self._reject(Malformed(message, JsonRpcInvalidRequest, reason))
             return
         method = message.method
         if is_request:
@@ -209,11 +225,11 @@ class LayaProtocol(LanguageServerProtocol):
         if bad.method == types.EXIT:
             self.lsp_exit()
             return
-        if not bad.is_request:
-            log.warning("ignoring a malformed notification %s: %s", bad.method, bad.reason)
+        if not bad.expects_answer:
+            log.warning("ignoring a malformed notification or response %s: %s", bad.method, bad.reason)
             return
         error = self._request_error(bad.method or "") if bad.error is JsonRpcInvalidParams else None
-        error = error or bad.error(f"{bad.method}: {bad.reason}")
+        error = error or bad.error(f"{bad.method}: {bad.reason}" if bad.method else bad.reason)
         log.warning("answering %s %r with %d: %s", bad.method, bad.reply_id, error.code, bad.reason)
         self.send_error(bad.reply_id, error)
 

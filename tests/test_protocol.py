@@ -119,6 +119,23 @@ def test_request_with_a_bad_id_is_invalid_request(server, msg_id):
     assert bad, server.messages[-3:]
 
 
+@pytest.mark.parametrize("body", [b"42", b"null", b"[]", b"[1, 2]", b'"str"', b'{"jsonrpc": "2.0"}', b'{"a": 1}',
+                                  b'[{"jsonrpc": "2.0", "id": 7, "method": "textDocument/completion"}]'],
+                         ids=["number", "null", "empty-array", "array", "string", "bare", "object", "batch"])
+def test_json_that_is_no_message_is_invalid_request(server, body):
+    """JSON-RPC 2.0: a body that is valid JSON but no request, notification or response gets
+    -32600 with id null (LSP has no batches: one error for the whole array)."""
+    before = len(server.messages)
+    server.send(body)
+    token = server.request("shutdown-probe/unknown")  # answered after the bad one
+    server.wait_for(token)
+    new = server.messages[before:]
+    bad = [m for m in new if "error" in m and m.get("id", "absent") is None]
+    assert len(bad) == 1 and bad[0]["error"]["code"] == -32600, new
+    assert "None" not in bad[0]["error"]["message"]
+    assert "result" in server.complete(URI, 1, 5)  # and the server goes on
+
+
 def test_body_that_is_not_json_is_a_parse_error(server):
     before = len(server.messages)
     server.send(b'{"jsonrpc": "2.0", "id": 7777, "method": ')
