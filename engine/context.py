@@ -22,6 +22,10 @@ MAX_LINE_CHARS = 4000
 """A longer line is cut to its last this-many characters before tokenizing (huge minified lines)."""
 
 
+RECENT_LINES = 6
+"""Complete lines just above the cursor whose identifiers get the prior's ``recent`` weight."""
+
+
 class LineCache:
     """LRU cache ``line text -> (token ids, identifiers)``."""
 
@@ -61,6 +65,8 @@ class ContextWindow:
         """Identifier counts of the window's complete lines."""
         self.line_idents: list[str] = []
         """Identifiers on the line being typed (before the word)."""
+        self.recent_idents: list[str] = []
+        """Identifiers of the last :data:`RECENT_LINES` complete lines."""
         self._idents_key: tuple = ()
         self.alternates: Callable[[], list[list[int]]] = list
         """Other windows whose start may be kept (most recent first), tried after ``prev``."""
@@ -124,6 +130,7 @@ class ContextWindow:
         # Complete lines' identifiers change once per line (their lists come from the line cache,
         # so their ids are a stable key); the line being typed is kept apart in ``line_idents``.
         done, self.line_idents = ident_lists[j:-1], (ident_lists[-1] if ident_lists else [])
+        self.recent_idents = [w for lst in done[-RECENT_LINES:] for w in lst]
         key = tuple(map(id, done))
         if key != self._idents_key:
             cnt: Counter = Counter()
@@ -151,4 +158,5 @@ class ContextWindow:
         self.prev = []
         self.idents = Counter()
         self.line_idents = []
+        self.recent_idents = []
         self._idents_key = ()

@@ -635,7 +635,8 @@ class PoolBuilder:
         doc._arrays = (self.corpus, arr)  # valid for this corpus lexicon only (languages differ)
         return arr
 
-    def begin(self, keys, doc: DocLexicon | None, window: Counter | None, line: list[str] = ()) -> None:
+    def begin(self, keys, doc: DocLexicon | None, window: Counter | None, line: list[str] = (),
+              recent: list[str] = ()) -> None:
         """Prepare the context-dependent part (once per word start).
 
         Args:
@@ -677,6 +678,10 @@ class PoolBuilder:
         line_extra: dict[str, float] = defaultdict(float)
         for w in line:
             line_extra[w] += W["win"] / (self._window_tot + len(line))
+        rec = W.get("recent", 0.0)
+        if rec and recent:
+            for w in recent:
+                line_extra[w] += rec / len(recent)
         self.doc_base = (W["doc1"] / max(1, doc.total)) * counts
         # corpus n-gram followers stay in corpus index space (arrays): those in the document are
         # added to its entries, the rest become the corpus extras

@@ -328,7 +328,7 @@ class Predictor:
         """Prepare the candidate filter for the word starting after ``ctx_text`` (whose window
         :meth:`ContextWindow.tokens` has just computed)."""
         self.pool.begin(context_keys(pieces(ctx_text[-200:])), doc, self.window.idents,
-                        self.window.line_idents)
+                        self.window.line_idents, self.window.recent_idents)
         self._pool_doc = doc
 
     def _first_token(self, word: str) -> int:

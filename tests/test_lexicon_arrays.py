@@ -214,3 +214,20 @@ def test_checkouts_of_the_same_model_share_one_cached_copy(tmp_path, monkeypatch
     assert lexicon_cache.cache_folder(other) == lexicon_cache.cache_folder(path)
     other.write_bytes(other.read_bytes() + b"\1")  # different content: a different copy
     assert lexicon_cache.cache_folder(other) != lexicon_cache.cache_folder(path)
+
+
+def test_recent_lines_raise_their_identifiers(lexicons):
+    """The prior's ``recent`` weight goes to the identifiers of the last complete lines: with it,
+    a name used just above outranks one the window only mentions once, long ago."""
+    lex = lexicons["python"][1]
+    weights = dict(new.WEIGHTS)
+    window = Counter({"zzz_far_name": 1, "zzz_near_name": 1})
+    keys = new.context_keys(new.pieces("x = "))
+    scored = {}
+    for rec in (0.0, 0.1):
+        pb = new.PoolBuilder(lex, _first_token, {**weights, "recent": rec})
+        pb.begin(keys, None, window, [], ["zzz_near_name"] if rec else [])
+        words, prior, _ = pb.candidates("zzz_", 16)
+        scored[rec] = dict(zip([words[i] for i in range(len(words))], prior))
+    assert scored[0.0]["zzz_near_name"] == scored[0.0]["zzz_far_name"]
+    assert scored[0.1]["zzz_near_name"] > scored[0.1]["zzz_far_name"]
