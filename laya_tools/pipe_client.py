@@ -36,6 +36,17 @@ def position(text: str, offset: int) -> dict:
     return {"line": line, "character": utf16_len(text[start:offset])}
 
 
+def rss_mb(pid: int | None) -> float:
+    """Resident memory of process ``pid`` (Linux ``/proc``), in MB; NaN where it cannot be read."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
 class PipeClient:
     """``python -m laya_lsp`` on pipes, one open document, one request in flight at a time.
 
@@ -143,14 +154,8 @@ class PipeClient:
         return self.complete_at(len(self.text))
 
     def rss_mb(self) -> float:
-        """Resident memory of the server process (Linux ``/proc``), in MB."""
-        try:
-            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-        except OSError:
-            pass
-        return float("nan")
+        """Resident memory of the server process, in MB (see :func:`rss_mb`)."""
+        return rss_mb(self.proc.pid)
 
     def shutdown(self) -> None:
         try:

@@ -21,6 +21,8 @@ from pygls.lsp.client import LanguageClient
 
 from laya_lsp.completion import LINE_DETAIL
 
+from .pipe_client import rss_mb
+
 from engine.text import word_prefix
 
 
@@ -98,14 +100,8 @@ class ReplayClient:
         return getattr(proc, "pid", None)
 
     def rss_mb(self) -> float:
-        """Resident memory of the server process (Linux ``/proc``), in MB."""
-        try:
-            for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-        except OSError:
-            pass
-        return float("nan")
+        """Resident memory of the server process, in MB (``laya_tools.pipe_client.rss_mb``)."""
+        return rss_mb(self.pid)
 
     def open(self, uri: str, text: str = "", language: str = "python") -> None:
         self.uri, self.text, self.version = uri, text, 1
