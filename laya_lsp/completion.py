@@ -4,8 +4,9 @@ Each item's edit starts at the identifier prefix being typed (``os.pa`` + ``path
 an ``InsertReplaceEdit`` (``insert``: the prefix; ``replace``: the whole identifier around the
 cursor) when the client supports that, else a ``TextEdit`` over the whole identifier once part of
 it is typed, so accepting an item inside a word never repeats the word's end (``os.pa|th`` +
-``path`` is ``os.path``), and an insertion at a word's start, so untouched text is never deleted. The list is always
-``isIncomplete``: the client asks again as the user types, and the engine re-ranks in ~1 ms.
+``path`` is ``os.path``), and an insertion at a word's start, so untouched text is never deleted.
+The list is always ``isIncomplete``: the client asks again as the user types, and the engine
+re-ranks in ~1 ms.
 """
 
 from __future__ import annotations

@@ -153,7 +153,8 @@ class LayaProtocol(LanguageServerProtocol):
             return data  # a nested object (json.loads calls this for every dict, innermost first)
         if "method" not in data:
             if "result" not in data and "error" not in data:
-                return Malformed(data, JsonRpcInvalidRequest, "neither a request, a notification nor a response")
+                return Malformed(data, JsonRpcInvalidRequest,
+                                 "neither a request, a notification nor a response")
             try:
                 return super().structure_message(data)  # a response to one of our requests
             except Exception:  # noqa: BLE001 - answering a response is impossible: drop it
@@ -196,7 +197,8 @@ class LayaProtocol(LanguageServerProtocol):
             elif getattr(message, "jsonrpc", None) == self.VERSION:
                 super().handle_message(message)  # a response from the client
             else:  # a number, string, null, array (LSP has no batches) or an object of neither kind
-                reason = "batches are not supported" if isinstance(message, list) else "not a JSON-RPC 2.0 message"
+                reason = ("batches are not supported" if isinstance(message, list)
+                          else "not a JSON-RPC 2.0 message")
                 self._reject(Malformed(message, JsonRpcInvalidRequest, reason))
             return
         method = message.method
