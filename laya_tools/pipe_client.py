@@ -29,6 +29,16 @@ def utf16_len(s: str) -> int:
     return len(s.encode("utf-16-le")) // 2
 
 
+def changed_from(old: str, new: str) -> int:
+    """Where ``new`` first differs from ``old`` (the start of the one edit that turns one into the
+    other when the user appended or deleted back)."""
+    n = 0
+    m = min(len(old), len(new))
+    while n < m and old[n] == new[n]:
+        n += 1
+    return n
+
+
 def position(text: str, offset: int) -> dict:
     """The LSP position (UTF-16 columns) of ``offset`` in ``text``."""
     line = text.count("\n", 0, offset)
@@ -134,10 +144,7 @@ class PipeClient:
         """Bring the document to ``text`` with one incremental change (append, or delete back)."""
         if text == self.text:
             return
-        n = 0
-        m = min(len(text), len(self.text))
-        while n < m and text[n] == self.text[n]:
-            n += 1
+        n = changed_from(self.text, text)
         self.edit(n, len(self.text), text[n:])
 
     def complete_at(self, offset: int) -> tuple[list[dict], float]:

@@ -21,13 +21,9 @@ from pygls.lsp.client import LanguageClient
 
 from laya_lsp.completion import LINE_DETAIL
 
-from .pipe_client import rss_mb
+from .pipe_client import changed_from, rss_mb, utf16_len
 
 from engine.text import word_prefix
-
-
-def _utf16_len(s: str) -> int:
-    return len(s.encode("utf-16-le")) // 2
 
 
 def is_line_item(item: types.CompletionItem) -> bool:
@@ -115,16 +111,13 @@ class ReplayClient:
     def _end(self, text: str) -> types.Position:
         line = text.count("\n")
         last = text[text.rfind("\n") + 1 :]
-        return types.Position(line=line, character=_utf16_len(last))
+        return types.Position(line=line, character=utf16_len(last))
 
     def type_to(self, text: str) -> None:
         """Bring the document to ``text`` with one incremental change (append, or delete back)."""
         if text == self.text:
             return
-        n = 0
-        m = min(len(text), len(self.text))
-        while n < m and text[n] == self.text[n]:
-            n += 1
+        n = changed_from(self.text, text)
         start = self._end(self.text[:n])
         end = self._end(self.text)
         self.version += 1
