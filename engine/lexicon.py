@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from array import array
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -32,6 +33,16 @@ MIN_WORD_LEN = 2
 
 WEIGHTS = {"doc3": 0.2, "doc2": 0.15, "doc1": 0.15, "win": 0.1, "cor3": 0.15, "cor2": 0.1, "cor1": 0.15}
 """Default interpolation weights of the prior (``EngineConfig.prior_weights`` documents them)."""
+LONG_MIN = 3
+"""Fewest pieces a long-context match (:meth:`DocLexicon.followers`) must share with the cursor's
+context (two are the document trigram's; tune packages: 3 and 4 within 0.1 points)."""
+LONG_MAX = 12
+"""Most pieces a long-context match is extended to."""
+FEW_MATCHES = 48
+"""Up to this many earlier positions a long-context match is extended in Python, else with NumPy
+(the break-even on a 2-core x86 machine)."""
+LONG_BASE = 2.0
+"""Each further matching piece doubles a match's vote (1.5-4 within 0.1 points on the tune packages)."""
 
 
 
@@ -67,9 +78,10 @@ def _key3(k: tuple[str, str]) -> str:
 
 
 class DocLexicon:
-    """Identifier counts and n-grams of one document (rebuilt from its whole text)."""
+    """Identifier counts and n-grams of one document (rebuilt from its whole text), and its pieces
+    as ids for the long-context match (:meth:`followers`)."""
 
-    __slots__ = ("uni", "bi", "tri", "total", "_arrays")
+    __slots__ = ("uni", "bi", "tri", "total", "_arrays", "ids", "vocab", "_match")
 
     def __init__(self, text: str = "", pause=None):
         """Count ``text``'s identifiers and their n-gram contexts.
@@ -81,19 +93,92 @@ class DocLexicon:
                 request is being answered, so a refresh never slows a keystroke.
         """
         self._arrays = None
+        self._match = None
         self.uni: Counter[str] = Counter()
         self.bi: dict[str, Counter[str]] = defaultdict(Counter)
         self.tri: dict[str, Counter[str]] = defaultdict(Counter)
+        self.vocab: dict[str, int] = {}  # piece -> id (ids in order of first occurrence)
         ps = pieces(text)
+        vocab = self.vocab
+        ids = self.ids = array("i")  # piece ids: fast to index from Python, a buffer for NumPy
         for i, p in enumerate(ps):
             if pause is not None and i % PAUSE_EVERY == 0:
                 pause()
+            ids.append(vocab.setdefault(p, len(vocab)))
             if len(p) >= MIN_WORD_LEN and IDENT_START.match(p):
                 k3, k2 = context_keys(ps[max(0, i - 2) : i])
                 self.uni[p] += 1
                 self.bi[k2][p] += 1
                 self.tri[_key3(k3)][p] += 1
         self.total = sum(self.uni.values())
+
+    def _match_index(self):
+        """Identifier positions sorted by the ids of their two previous pieces (built once)."""
+        if self._match is None:
+            ids = np.frombuffer(self.ids, np.int32) if len(self.ids) else np.zeros(0, np.int32)
+            words = np.zeros(len(self.vocab), bool)
+            for p, j in self.vocab.items():
+                words[j] = len(p) >= MIN_WORD_LEN and bool(IDENT_START.match(p))
+            pos = np.flatnonzero(words[ids[2:]]) + 2 if len(ids) > 2 else np.zeros(0, np.int64)
+            keys = ids[pos - 2].astype(np.int64) * len(self.vocab) + ids[pos - 1]
+            order = np.argsort(keys, kind="stable")
+            self._match = (keys[order], pos[order], list(self.vocab))
+        return self._match
+
+    def followers(self, before: list[str], min_len: int = LONG_MIN, max_len: int = LONG_MAX,
+                  base: float = LONG_BASE) -> dict[str, float]:
+        """Identifiers that followed the longest earlier matches of the context (copy by match).
+
+        Every earlier position of the document whose ``min_len`` (up to ``max_len``) previous
+        pieces equal the last pieces of ``before`` votes for the identifier that followed it, with
+        weight ``base ** (L - min_len)`` for a match of ``L`` pieces: a long context seen before in
+        this file (``self.assertEqual(result.``) predicts what followed it there far better than
+        the trigram. The idea is that of prompt-lookup decoding and of unbounded n-grams
+        ("infini-gram", Liu et al., 2024), applied to one document.
+
+        Args:
+            before: the pieces before the cursor's word (:func:`pieces`), at least the last
+                ``max_len``.
+
+        Returns:
+            identifier -> summed weight (empty when no match is ``min_len`` long).
+        """
+        if len(before) < min_len or len(self.ids) <= min_len:
+            return {}
+        cur = [self.vocab.get(p, -1) for p in before[-max_len:]]
+        if cur[-1] < 0 or cur[-2] < 0:
+            return {}
+        keys, pos, names = self._match_index()
+        key = cur[-2] * len(self.vocab) + cur[-1]
+        lo, hi = np.searchsorted(keys, key), np.searchsorted(keys, key, side="right")
+        if lo == hi:
+            return {}
+        out: dict[str, float] = defaultdict(float)
+        if hi - lo <= FEW_MATCHES:  # the usual case: a few earlier positions, compared one by one
+            ids, m = self.ids, len(cur)
+            for p in pos[lo:hi].tolist():
+                n = 2
+                while n < m and p > n and ids[p - 1 - n] == cur[-1 - n]:
+                    n += 1
+                if n >= min_len:
+                    out[names[ids[p]]] += base ** (n - min_len)
+            return out
+        ids = np.frombuffer(self.ids, np.int32)
+        alive = pos[lo:hi]
+        for j in range(2, len(cur) + 1):
+            if j < len(cur):  # does the match extend to the (j + 1)-th piece back?
+                at = alive - (1 + j)
+                ok = (at >= 0) & (ids[np.maximum(at, 0)] == cur[-1 - j])
+            else:
+                ok = np.zeros(len(alive), bool)
+            if j >= min_len:  # those that stop here matched j pieces
+                w = base ** (j - min_len)
+                for p in alive[~ok].tolist():
+                    out[names[ids[p]]] += w
+            alive = alive[ok]
+            if not len(alive):
+                break
+        return out
 
 
 SEP = "\x01"
@@ -636,7 +721,7 @@ class PoolBuilder:
         return arr
 
     def begin(self, keys, doc: DocLexicon | None, window: Counter | None, line: list[str] = (),
-              recent: list[str] = ()) -> None:
+              recent: list[str] = (), before: list[str] = ()) -> None:
         """Prepare the context-dependent part (once per word start).
 
         Args:
@@ -645,6 +730,9 @@ class PoolBuilder:
             window: identifier counts of the window's complete lines (a new object only when they
                 change, so their scores are cached by identity).
             line: identifiers already on the line being typed (they count like window ones).
+            recent: identifiers of the last complete lines (the ``recent`` weight).
+            before: the pieces before the word (the document's long-context matches get the
+                ``long`` weight: :meth:`DocLexicon.followers`).
         """
         doc = doc if doc is not None else self._empty_doc
         self.doc = doc
@@ -663,6 +751,8 @@ class PoolBuilder:
                     extra[w] += weight * n / tot
 
         add(doc.tri.get(k3s), W["doc3"])
+        if W.get("long") and before:
+            add(doc.followers(before), W["long"])
         add(doc.bi.get(k2), W["doc2"])
         c = self.corpus
         words, index, counts, ccount, doc_cix, doc_dix, firsts = self.arr

@@ -327,8 +327,9 @@ class Predictor:
     def _begin_pool(self, ctx_text: str, doc: DocLexicon | None) -> None:
         """Prepare the candidate filter for the word starting after ``ctx_text`` (whose window
         :meth:`ContextWindow.tokens` has just computed)."""
-        self.pool.begin(context_keys(pieces(ctx_text[-200:])), doc, self.window.idents,
-                        self.window.line_idents, self.window.recent_idents)
+        before = pieces(ctx_text[-200:])
+        self.pool.begin(context_keys(before), doc, self.window.idents,
+                        self.window.line_idents, self.window.recent_idents, before)
         self._pool_doc = doc
 
     def _first_token(self, word: str) -> int:

@@ -1,0 +1,64 @@
+"""The document's long-context matches (``DocLexicon.followers``) and their ``long`` prior weight."""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from engine import lexicon
+
+TEXT = Path(inspect.getsourcefile(textwrap)).read_text("utf-8")
+
+DOC = """\
+result = compute(alpha, beta)
+check(result.total, 3)
+other = compute(gamma, delta)
+check(other.count, 4)
+check(other.count, 5)
+check(other.count, 6)
+"""
+
+
+def test_follower_of_the_longest_match_wins():
+    doc = lexicon.DocLexicon(DOC)
+    # "check(result." was followed by "total" (a match of all 5 pieces, newline included)
+    got = doc.followers(lexicon.pieces("\ncheck(result."))
+    assert max(got, key=got.get) == "total"
+    # each earlier match votes base ** (pieces matched - LONG_MIN): "count" 3 times, 5 pieces each
+    got = doc.followers(lexicon.pieces("\ncheck(other."))
+    assert set(got) == {"count"} and got["count"] == 3 * lexicon.LONG_BASE ** (5 - lexicon.LONG_MIN)
+    # the trigram alone is not enough (min 3 pieces), nor is an unseen piece
+    assert doc.followers(lexicon.pieces("x = other.")) == {}
+    assert doc.followers(lexicon.pieces("check(unseen.")) == {}
+    assert lexicon.DocLexicon("").followers(lexicon.pieces("a.b.")) == {}
+
+
+@pytest.mark.parametrize("few", [0, 10 ** 9])
+def test_numpy_and_python_paths_agree(monkeypatch, few):
+    """Many earlier positions go through NumPy, a few through Python: the same weights."""
+    doc = lexicon.DocLexicon(TEXT)
+    starts = [i for i in range(200, len(TEXT), 97) if TEXT[i - 1] in " .(\n"]
+    expected = [doc.followers(lexicon.pieces(TEXT[s - 200 : s])) for s in starts]
+    assert sum(bool(e) for e in expected) > 20
+    monkeypatch.setattr(lexicon, "FEW_MATCHES", few)
+    for s, e in zip(starts, expected):
+        got = doc.followers(lexicon.pieces(TEXT[s - 200 : s]))
+        assert got.keys() == e.keys() and all(abs(got[k] - e[k]) < 1e-9 for k in e)
+
+
+def test_long_weight_raises_the_follower_in_the_pool():
+    """With the ``long`` weight the matched follower outranks the word the trigram prefers."""
+    doc = lexicon.DocLexicon(DOC + "check(result.count, 7)\ncheck(result.count, 8)\n")
+    before = lexicon.pieces("\nfinal = compute(alpha, beta)\ncheck(result.")
+    firsts = lambda w: sum(map(ord, w)) % 4096  # noqa: E731
+    top = {}
+    for w in (0.0, 0.4):
+        pb = lexicon.PoolBuilder(None, firsts, {**lexicon.WEIGHTS, "long": w})
+        pb.begin(lexicon.context_keys(before), doc, None, [], [], before)
+        words, prior, _ = pb.candidates("", 8)
+        top[w] = words[0]
+    assert top[0.0] == "count"  # the trigram ("result", "."): count 2, total 1
+    assert top[0.4] == "total"  # its context matches 12 pieces back, "count"'s only 6
