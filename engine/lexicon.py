@@ -43,6 +43,9 @@ FEW_MATCHES = 48
 (the break-even on a 2-core x86 machine)."""
 LONG_BASE = 2.0
 """Each further matching piece doubles a match's vote (1.5-4 within 0.1 points on the tune packages)."""
+WORKSPACE_MATCH_PIECES = 1_000_000
+"""Most pieces of the workspace's files kept for long-context matches (~4 MB of ids plus ~6 MB
+of match index at most; about 4 MB of source)."""
 
 
 
@@ -77,40 +80,38 @@ def _key3(k: tuple[str, str]) -> str:
     return k[0] + "\x00" + k[1]
 
 
-class DocLexicon:
-    """Identifier counts and n-grams of one document (rebuilt from its whole text), and its pieces
-    as ids for the long-context match (:meth:`followers`)."""
+class PieceIndex:
+    """A text's pieces as ids, for long-context matches (:meth:`followers`): one open document's
+    (inside :class:`DocLexicon`) or the workspace's files' (``CorpusLexicon.matches``)."""
 
-    __slots__ = ("uni", "bi", "tri", "total", "_arrays", "ids", "vocab", "_match")
+    __slots__ = ("ids", "vocab", "_match")
 
-    def __init__(self, text: str = "", pause=None):
-        """Count ``text``'s identifiers and their n-gram contexts.
-
-        Args:
-            text: the document.
-            pause: called every :data:`PAUSE_EVERY` pieces, or None. Counting holds the GIL
-                (~12 ms for a 20 KB file); the server passes a callable that waits while a
-                request is being answered, so a refresh never slows a keystroke.
-        """
-        self._arrays = None
-        self._match = None
-        self.uni: Counter[str] = Counter()
-        self.bi: dict[str, Counter[str]] = defaultdict(Counter)
-        self.tri: dict[str, Counter[str]] = defaultdict(Counter)
+    def __init__(self):
+        self.ids = array("i")  # piece ids: fast to index from Python, a buffer for NumPy
         self.vocab: dict[str, int] = {}  # piece -> id (ids in order of first occurrence)
-        ps = pieces(text)
-        vocab = self.vocab
-        ids = self.ids = array("i")  # piece ids: fast to index from Python, a buffer for NumPy
-        for i, p in enumerate(ps):
-            if pause is not None and i % PAUSE_EVERY == 0:
-                pause()
-            ids.append(vocab.setdefault(p, len(vocab)))
-            if len(p) >= MIN_WORD_LEN and IDENT_START.match(p):
-                k3, k2 = context_keys(ps[max(0, i - 2) : i])
-                self.uni[p] += 1
-                self.bi[k2][p] += 1
-                self.tri[_key3(k3)][p] += 1
-        self.total = sum(self.uni.values())
+        self._match = None
+
+    @classmethod
+    def from_texts(cls, texts, max_pieces: int = WORKSPACE_MATCH_PIECES) -> "PieceIndex":
+        """The pieces of ``texts`` one after another (a newline between two texts), up to
+        ``max_pieces`` (the texts after that are left out)."""
+        index = cls()
+        ids, vocab = index.ids, index.vocab
+        for text in texts:
+            ps = pieces(text)
+            if len(ids) + len(ps) + 1 > max_pieces:
+                break
+            ids.extend(vocab.setdefault(p, len(vocab)) for p in ps)
+            ids.append(vocab.setdefault("\n", len(vocab)))
+        return index
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the ids and the match index (not the vocabulary's strings)."""
+        n = self.ids.itemsize * len(self.ids)
+        if self._match is not None:
+            n += self._match[0].nbytes + self._match[1].nbytes
+        return n
 
     def _match_index(self):
         """Identifier positions sorted by the ids of their two previous pieces (built once)."""
@@ -119,7 +120,7 @@ class DocLexicon:
             words = np.zeros(len(self.vocab), bool)
             for p, j in self.vocab.items():
                 words[j] = len(p) >= MIN_WORD_LEN and bool(IDENT_START.match(p))
-            pos = np.flatnonzero(words[ids[2:]]) + 2 if len(ids) > 2 else np.zeros(0, np.int64)
+            pos = np.flatnonzero(words[ids[2:]]).astype(np.int32) + 2 if len(ids) > 2 else np.zeros(0, np.int32)
             keys = ids[pos - 2].astype(np.int64) * len(self.vocab) + ids[pos - 1]
             order = np.argsort(keys, kind="stable")
             self._match = (keys[order], pos[order], list(self.vocab))
@@ -129,12 +130,12 @@ class DocLexicon:
                   base: float = LONG_BASE) -> dict[str, float]:
         """Identifiers that followed the longest earlier matches of the context (copy by match).
 
-        Every earlier position of the document whose ``min_len`` (up to ``max_len``) previous
-        pieces equal the last pieces of ``before`` votes for the identifier that followed it, with
-        weight ``base ** (L - min_len)`` for a match of ``L`` pieces: a long context seen before in
-        this file (``self.assertEqual(result.``) predicts what followed it there far better than
-        the trigram. The idea is that of prompt-lookup decoding and of unbounded n-grams
-        ("infini-gram", Liu et al., 2024), applied to one document.
+        Every position whose ``min_len`` (up to ``max_len``) previous pieces equal the last
+        pieces of ``before`` votes for the identifier that followed it, with weight
+        ``base ** (L - min_len)`` for a match of ``L`` pieces: a long context seen before
+        (``self.assertEqual(result.``) predicts what followed it there far better than the
+        trigram. The idea is that of prompt-lookup decoding and of unbounded n-grams
+        ("infini-gram", Liu et al., 2024), applied to one document or one workspace.
 
         Args:
             before: the pieces before the cursor's word (:func:`pieces`), at least the last
@@ -179,6 +180,44 @@ class DocLexicon:
             if not len(alive):
                 break
         return out
+
+
+class DocLexicon:
+    """Identifier counts and n-grams of one document (rebuilt from its whole text), and its pieces
+    for long-context matches (:meth:`followers`)."""
+
+    __slots__ = ("uni", "bi", "tri", "total", "_arrays", "index")
+
+    def __init__(self, text: str = "", pause=None):
+        """Count ``text``'s identifiers and their n-gram contexts.
+
+        Args:
+            text: the document.
+            pause: called every :data:`PAUSE_EVERY` pieces, or None. Counting holds the GIL
+                (~12 ms for a 20 KB file); the server passes a callable that waits while a
+                request is being answered, so a refresh never slows a keystroke.
+        """
+        self._arrays = None
+        self.uni: Counter[str] = Counter()
+        self.bi: dict[str, Counter[str]] = defaultdict(Counter)
+        self.tri: dict[str, Counter[str]] = defaultdict(Counter)
+        self.index = PieceIndex()
+        ps = pieces(text)
+        ids, vocab = self.index.ids, self.index.vocab
+        for i, p in enumerate(ps):
+            if pause is not None and i % PAUSE_EVERY == 0:
+                pause()
+            ids.append(vocab.setdefault(p, len(vocab)))
+            if len(p) >= MIN_WORD_LEN and IDENT_START.match(p):
+                k3, k2 = context_keys(ps[max(0, i - 2) : i])
+                self.uni[p] += 1
+                self.bi[k2][p] += 1
+                self.tri[_key3(k3)][p] += 1
+        self.total = sum(self.uni.values())
+
+    def followers(self, before: list[str], **kw) -> dict[str, float]:
+        """The document's long-context matches (:meth:`PieceIndex.followers`)."""
+        return self.index.followers(before, **kw)
 
 
 SEP = "\x01"
@@ -436,6 +475,7 @@ class CorpusLexicon:
         if not (len(self.words) == len(self.counts) == len(self.first_tokens)):
             raise ValueError("words, counts and first_tokens differ in length")
         self.total = float(self.counts.sum())
+        self.matches: PieceIndex | None = None  # the workspace's pieces (``Predictor.build_workspace``)
         self._top_in_range: dict[tuple[int, int, int], np.ndarray] = {}
         for name in ("bi", "tri"):
             keys = strings.get(f"{name}_keys")
@@ -732,7 +772,7 @@ class PoolBuilder:
             line: identifiers already on the line being typed (they count like window ones).
             recent: identifiers of the last complete lines (the ``recent`` weight).
             before: the pieces before the word (the document's long-context matches get the
-                ``long`` weight: :meth:`DocLexicon.followers`).
+                ``long`` weight, the workspace's ``wlong``: :meth:`PieceIndex.followers`).
         """
         doc = doc if doc is not None else self._empty_doc
         self.doc = doc
@@ -753,6 +793,8 @@ class PoolBuilder:
         add(doc.tri.get(k3s), W["doc3"])
         if W.get("long") and before:
             add(doc.followers(before), W["long"])
+        if W.get("wlong") and before and self.corpus is not None and self.corpus.matches is not None:
+            add(self.corpus.matches.followers(before), W["wlong"])
         add(doc.bi.get(k2), W["doc2"])
         c = self.corpus
         words, index, counts, ccount, doc_cix, doc_dix, firsts = self.arr

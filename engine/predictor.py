@@ -33,7 +33,8 @@ import numpy as np
 from .config import EngineConfig, load_variant, model_path
 from .context import ContextWindow, LineCache
 from .languages import BY_NAME, UNKNOWN, Language
-from .lexicon import CorpusLexicon, DocLexicon, PoolBuilder, context_keys, merge_lexicons, pieces
+from .lexicon import (LONG_MIN, CorpusLexicon, DocLexicon, PieceIndex, PoolBuilder, context_keys,
+                      merge_lexicons, pieces)
 from .model_io import ModelLoadError
 from .text import in_number, word_prefix
 from .tokenizer import EOS, load_tokenizer
@@ -287,7 +288,11 @@ class Predictor:
             if docs:
                 ws = CorpusLexicon.from_texts(docs, self.tok, min_context_count=1)
                 w = weight if weight is not None else self.config.for_language(name).workspace_weight
-                out[name] = merge_lexicons(self.corpus_lexicon(name), ws, w)
+                merged = merge_lexicons(self.corpus_lexicon(name), ws, w)
+                if merged is not self.corpus_lexicon(name):  # never the shared shipped one
+                    merged.matches = PieceIndex.from_texts(docs)
+                    merged.matches.followers(["\n"] * LONG_MIN)  # builds its match index here
+                out[name] = merged
         return out
 
     def set_workspace(self, merged: dict[str, CorpusLexicon]) -> None:

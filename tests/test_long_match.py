@@ -62,3 +62,25 @@ def test_long_weight_raises_the_follower_in_the_pool():
         top[w] = words[0]
     assert top[0.0] == "count"  # the trigram ("result", "."): count 2, total 1
     assert top[0.4] == "total"  # its context matches 12 pieces back, "count"'s only 6
+
+
+def test_workspace_files_are_matched_too():
+    """``build_workspace`` keeps the workspace's pieces on its merged lexicon (never on the shared
+    shipped one), and with the ``wlong`` weight what followed a long match there leads the pool."""
+    from engine.predictor import Predictor
+
+    p = Predictor.load()
+    shipped = p.corpus_lexicon("python")
+    ws_text = DOC + "check(result.count, 7)\ncheck(result.count, 8)\n"
+    merged = p.build_workspace({"python": [ws_text]})["python"]
+    assert merged is not shipped and shipped.matches is None
+    assert merged.matches.followers(lexicon.pieces("\ncheck(other.")) == {"count": 12.0}
+    assert p.build_workspace({"python": [""]})["python"].matches is None  # nothing to match
+    before = lexicon.pieces("\nfinal = compute(alpha, beta)\ncheck(result.")
+    top = {}
+    for w in (0.0, 0.4):
+        pb = lexicon.PoolBuilder(merged, p._first_token, {**lexicon.WEIGHTS, "wlong": w})
+        pb.begin(lexicon.context_keys(before), None, None, [], [], before)
+        words, _, _ = pb.candidates("", 8)
+        top[w] = words[0]
+    assert top[0.4] == "total" != top[0.0]
