@@ -181,6 +181,25 @@ def main(a) -> int:
         p.warmup()
         predictors[name] = p
         print(f"{name:5s} backend loaded and warmed in {1e3 * (time.perf_counter() - t):.0f} ms", file=sys.stderr)
+    if getattr(a, "ablate", None) and names:
+        # the first backend again, with some of the prior's terms off (their cost, side by side)
+        from dataclasses import replace
+
+        off = [k.strip() for k in a.ablate.split(",") if k.strip()]
+        p = Predictor.load(a.model, backend=names[0])
+        unknown = [k for k in off if k not in p.config.prior_weights]
+        if unknown:
+            print(f"laya bench --ablate: no prior weight {', '.join(unknown)} "
+                  f"(known: {', '.join(p.config.prior_weights)})", file=sys.stderr)
+            return 2
+        p.config = replace(p.config, prior_weights={**p.config.prior_weights, **{k: 0.0 for k in off}})
+        p._pools.clear()
+        p.pool = p._pool_for(p.language)
+        p.observe_document("bench", text)
+        p.warmup()
+        name = f"{names[0]} without {'+'.join(off)}"
+        predictors[name] = p
+        names.append(name)
     if predictors:
         print(f"workload: typing {path} top to bottom; {a.warmup} warm-up, then {a.runs} timed network decisions")
         res = time_decisions(predictors, text, a.warmup, a.runs)

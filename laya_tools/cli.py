@@ -375,6 +375,8 @@ def main(argv=None) -> int:
     p.add_argument("--gap-ms", type=float, default=0.0,
                    help="with --jumps: pause between keystrokes (default 0: back to back, the seed method)")
     p.add_argument("--kernels", action="store_true", help="also time each CPU option for the step's projections")
+    p.add_argument("--ablate", default=None, metavar="WEIGHTS",
+                   help="also time the first backend with these prior weights at 0 (e.g. long,wlong)")
     p.add_argument("--peers", action="store_true",
                    help="instead: time the --backends against llama.cpp f32 and Q8_0 (1 and 2 threads) on the same "
                         "weights and token ids (300 cached, +1/+3 tokens, roll back); needs the peers extra")

@@ -21,6 +21,9 @@ GRID = {
 }
 """Values tried per option. ``prior_scale`` moves 0.1 of interpolation weight from the corpus
 n-grams to the document's (``doc``) or back (``corpus``)."""
+WEIGHT_FACTORS = (0.5, 2.0)
+"""Each interpolation weight of the prior (``EngineConfig.prior_weights``) is also tried halved
+and doubled, one at a time, after ``GRID``."""
 MIN_GAIN = 0.2
 """Points of keystrokes saved a change must add to be kept (smaller gains are noise here)."""
 
@@ -72,6 +75,14 @@ def tune_language(predictor, files, name: str, log=print) -> dict:
                 trial[option] = v
             s = run(trial)
             log(f"[{name}] {option}={v}: {s:.2f}%")
+            if s > best + MIN_GAIN:
+                best, over = s, trial
+    for key in base_cfg.prior_weights:
+        for f in WEIGHT_FACTORS:
+            cur = over.get("prior_weights", base_cfg.prior_weights)
+            trial = {**over, "prior_weights": {**cur, key: round(cur[key] * f, 4)}}
+            s = run(trial)
+            log(f"[{name}] {key} x{f}: {s:.2f}%")
             if s > best + MIN_GAIN:
                 best, over = s, trial
     predictor.config = base_cfg
