@@ -683,6 +683,11 @@ def merge_lexicons(corpus: CorpusLexicon | None, extra: CorpusLexicon, weight: f
     return CorpusLexicon(arrays)
 
 
+CIX_MEMO_MAX = 16384
+"""Most words whose corpus index, and most n-gram contexts whose corpus followers, a
+:class:`PoolBuilder` remembers (each ~2 MB at most; then it starts over)."""
+
+
 class PoolBuilder:
     """Builds candidate pools with NumPy: per context once (:meth:`begin`), per keystroke cheaply.
 
@@ -711,11 +716,16 @@ class PoolBuilder:
         self._window_split: tuple = ()
         self._window_tot = 0
         self._top: tuple[int, np.ndarray] | None = None
+        self._cix: dict[str, int] = {}  # word -> corpus index (-1: not held), see _split_words
+        self._follows: dict[str, dict] = {"tri": {}, "bi": {}}  # corpus followers by key, see _follow
+        # (document, {trigram key: (positions, shares, total)}, the same for bigram keys)
+        self._doc_follow: tuple = (None, {}, {})
 
     def release(self) -> None:
         """Drop what the last context holds (the document's arrays, window scores, extras), so a
         closed document is not kept alive by the pool; the next :meth:`begin` rebuilds it."""
         self._window_key = self._window_doc = None
+        self._doc_follow = (None, {}, {})
         self._window_split, self._window_tot = (), 0
         self.doc = self.arr = None
         self.new_words, self.new_scores, self.new_firsts = [], np.zeros(0), np.zeros(0, np.int64)
@@ -790,14 +800,34 @@ class PoolBuilder:
                 for w, n in c.items():
                     extra[w] += weight * n / tot
 
-        add(doc.tri.get(k3s), W["doc3"])
+        words, index, counts, ccount, doc_cix, doc_dix, firsts = self.arr
+        if self._doc_follow[0] is not doc:
+            self._doc_follow = (doc, {}, {})
+        doc_parts = []
+
+        def add_doc(follow, table, key, weight):
+            # the document's own n-gram followers are all document words: their positions and
+            # shares are computed once per document version and context, then added as arrays
+            hit = follow.get(key)
+            if hit is None:
+                c = table.get(key)
+                if not c:
+                    hit = follow[key] = ()
+                else:
+                    tot = sum(c.values())
+                    hit = follow[key] = (np.fromiter((index[w] for w in c), np.int64, len(c)),
+                                         np.fromiter(c.values(), np.float64, len(c)) / tot, tot)
+            if hit:
+                pos, share, tot = hit
+                doc_parts.append((pos, share * (weight * tot / (tot + self.confidence))))
+
+        add_doc(self._doc_follow[1], doc.tri, k3s, W["doc3"])
         if W.get("long") and before:
             add(doc.followers(before), W["long"])
         if W.get("wlong") and before and self.corpus is not None and self.corpus.matches is not None:
             add(self.corpus.matches.followers(before), W["wlong"])
-        add(doc.bi.get(k2), W["doc2"])
+        add_doc(self._doc_follow[2], doc.bi, k2, W["doc2"])
         c = self.corpus
-        words, index, counts, ccount, doc_cix, doc_dix, firsts = self.arr
         if window is not self._window_key or doc is not self._window_doc:
             # the complete lines' identifiers change once per line, the document's arrays about
             # once a second: split the window's scores into document positions, corpus indices
@@ -822,7 +852,7 @@ class PoolBuilder:
         if c is not None:
             self.doc_base += (W["cor1"] / c.total) * ccount
             ixs, vals = [], []
-            for table, weight in ((c.tri.get(k3s), W["cor3"]), (c.bi.get(k2), W["cor2"])):
+            for table, weight in ((self._follow("tri", k3s), W["cor3"]), (self._follow("bi", k2), W["cor2"])):
                 if table is not None:
                     ix, cnt = table
                     ixs.append(ix)
@@ -849,6 +879,8 @@ class PoolBuilder:
         new_scores = list(new.values())
         if len(di):
             np.add.at(self.doc_base, di, dv)
+        for pos, v in doc_parts:
+            np.add.at(self.doc_base, pos, v)
         if len(xj):  # corpus words not in the document that the window mentions
             cj, inv = _unique_inverse(np.concatenate([cj, xj]))
             cv = np.bincount(inv, weights=np.concatenate([cv, xv]), minlength=len(cj))
@@ -857,6 +889,17 @@ class PoolBuilder:
         self.new_words = new_words
         self.new_scores = np.asarray(new_scores, np.float64)
         self.new_firsts = np.fromiter((self.first_token(w) for w in new_words), np.int64, len(new_words))
+
+    def _follow(self, table: str, key: str):
+        """The corpus's ``table`` (``"tri"`` or ``"bi"``) ``.get(key)``, remembered: contexts
+        (``self .``, ``( self``) recur all the time."""
+        memo = self._follows[table]
+        hit = memo.get(key, memo)
+        if hit is memo:
+            if len(memo) > CIX_MEMO_MAX:
+                memo.clear()
+            hit = memo[key] = getattr(self.corpus, table).get(key)
+        return hit
 
     def _split_words(self, scored, index: dict):
         """``(word, score)`` pairs split into the document's positions, the corpus's indices and
@@ -871,7 +914,18 @@ class PoolBuilder:
                 rest.append(w)
                 rest_v.append(v)
         c = self.corpus
-        js = c.words.find_many(rest).tolist() if c is not None and rest else [-1] * len(rest)
+        if c is not None and rest:
+            # the same few words (the line's, the recent lines', the document's followers) come
+            # back word start after word start: one hashed lookup each, then a dict hit
+            memo = self._cix
+            if len(memo) > CIX_MEMO_MAX:
+                memo.clear()
+            miss = [w for w in rest if w not in memo]
+            if miss:
+                memo.update(zip(miss, c.words.find_many(miss).tolist()))
+            js = [memo[w] for w in rest]
+        else:
+            js = [-1] * len(rest)
         xj = [j for j in js if j >= 0]
         xv = [v for j, v in zip(js, rest_v) if j >= 0]
         new = {w: v for j, w, v in zip(js, rest, rest_v) if j < 0}

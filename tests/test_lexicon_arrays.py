@@ -87,7 +87,10 @@ def _contexts(text: str, every: int = 7):
 
 
 def _same_pools(pair_old, pair_new, text: str, with_doc: bool = True) -> int:
-    """Build pools with both implementations at word starts of ``text``; assert they are equal."""
+    """Build pools with both implementations at word starts of ``text``; assert they are equal.
+
+    The document is refreshed to the text so far every 40 word starts, as the server does about
+    once a second (what the new implementation remembers per document must follow it)."""
     lex_old, lex_new = pair_old, pair_new
     pb_old = old.PoolBuilder(lex_old, _first_token)
     pb_new = new.PoolBuilder(lex_new, _first_token)
@@ -95,7 +98,9 @@ def _same_pools(pair_old, pair_new, text: str, with_doc: bool = True) -> int:
     d_old, d_new = (old.DocLexicon(doc_text), new.DocLexicon(doc_text)) if with_doc else (None, None)
     checked = 0
     window_key = None
-    for before, word in _contexts(text):
+    for k, (before, word) in enumerate(_contexts(text)):
+        if with_doc and k % 40 == 39:
+            d_old, d_new = old.DocLexicon(before), new.DocLexicon(before)
         lines = before.split("\n")
         key = len(lines)
         if key != window_key:  # a new Counter once per line, as ContextWindow does
