@@ -683,9 +683,10 @@ def merge_lexicons(corpus: CorpusLexicon | None, extra: CorpusLexicon, weight: f
     return CorpusLexicon(arrays)
 
 
-CIX_MEMO_MAX = 16384
-"""Most words whose corpus index, and most n-gram contexts whose corpus followers, a
-:class:`PoolBuilder` remembers (each ~2 MB at most; then it starts over)."""
+CIX_MEMO_MAX = 4096
+"""Most words whose corpus index, and most n-gram contexts (per table) whose corpus followers, a
+:class:`PoolBuilder` remembers; then that memo starts over. At most ~0.5 MB of words and ~2 MB of
+followers (two array views per context) per language."""
 
 
 class PoolBuilder:
