@@ -170,6 +170,9 @@ def _cmd_eval(a) -> int:
         if a.corpus == str(DEFAULT_CORPUS):
             a.corpus = str(DEFAULT_PROSE_CORPUS)
         a.languages = a.languages or "prose"
+    if a.lines and a.through_server:
+        print("laya eval: --lines is measured in process only (leave out --through-server)", file=sys.stderr)
+        return 2
     files = pick_files(Path(a.corpus), a.files, a.max_chars, seed=a.seed, split=a.split,
                        languages=a.languages.split(",") if a.languages else None)
     if not files:
@@ -213,7 +216,8 @@ def _cmd_eval(a) -> int:
                 where = "through the LSP server (stdio)"
             else:
                 scores, secs = evaluate_in_process(files, p, workspace=ws, system2=system2 if s2 else None,
-                                                   system2_rank=a.system2_rank, system2_lag=a.system2_lag)
+                                                   system2_rank=a.system2_rank, system2_lag=a.system2_lag,
+                                                   lines=a.lines)
                 where = "in process"
             print(f"\nkeystrokes saved and next-identifier accuracy, {label}, {where}, {secs:.0f} s")
             print(report(scores, pool_recall(files, p) if not ws else None))
@@ -346,6 +350,8 @@ def main(argv=None) -> int:
                    help="1: a guess joins the next keystroke's list; 0: the user waits for it at every key")
     p.add_argument("--workspace", choices=("both", "off", "only"), default="both",
                    help="also (or only) type each file with the rest of its package as the workspace")
+    p.add_argument("--lines", action="store_true",
+                   help="in process: also score the rest-of-line items (inline completion) at identifier starts")
     p.set_defaults(fn=_cmd_eval)
 
     p = sub.add_parser("system2", help="set up System 2 (a larger local model behind the fast one)")

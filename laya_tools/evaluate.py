@@ -22,6 +22,13 @@ Protocol (the same in-process and through the server, ``--through-server``):
   all identifier characters (so 100% is unreachable: one key per identifier is always spent).
 * Baseline ("word completion", what every editor has): words of the document so far that start
   with the typed prefix, ranked by how often they occur (ties: most recent first).
+* Rest of line (``--lines``, in process): at each identifier start where the first item is the
+  identifier, the engine's rest-of-line item (the identifier and the network's greedy
+  continuation, what inline completion shows) is *offered* when it goes past the identifier and
+  *correct* when the file's line goes on exactly so; *characters gained* are those past the
+  identifier in correct items, a share of all characters typed. (Asking for continuations moves
+  the identifier numbers by about 0.1 point: the KV cache is extended and rolled back, and tokens
+  prefilled again in another grouping round differently.)
 
 The document's n-gram is refreshed every ``REFRESH_CHARS`` typed characters, standing in for the
 server's once-a-second refresh at a fast typist's speed, so numbers are deterministic.
@@ -55,11 +62,22 @@ class Score:
     n_at: dict = field(default_factory=lambda: {c: 0 for c in TYPED})
     top1: dict = field(default_factory=lambda: {c: 0 for c in TYPED})
     top5: dict = field(default_factory=lambda: {c: 0 for c in TYPED})
+    text_chars: int = 0
+    """All characters typed (the files' lengths), for the rest-of-line share."""
+    line_offered: int = 0
+    line_correct: int = 0
+    line_chars: int = 0
 
     def row(self, name: str) -> str:
         acc = "  ".join(f"{100 * self.top1[c] / max(1, self.n_at[c]):5.1f} {100 * self.top5[c] / max(1, self.n_at[c]):5.1f}"
                         for c in TYPED)
         return f"{name:16s} {100 * self.saved / max(1, self.chars):6.1f}%   {acc}"
+
+    def line_row(self) -> str:
+        """The rest-of-line measure (``--lines``)."""
+        return (f"  rest of line: {self.line_offered} offered, {100 * self.line_correct / max(1, self.line_offered):.1f}% "
+                f"correct, {self.line_chars} characters gained ({100 * self.line_chars / max(1, self.text_chars):.2f}% "
+                f"of {self.text_chars} typed)")
 
 
 HEADER = ("completer        saved      top1@0 top5@0  top1@1 top5@1  top1@2 top5@2\n"
@@ -132,9 +150,12 @@ class WordCompletion:
 
 
 def score_file(text: str, ask, score: Score, baseline: WordCompletion | None = None,
-               bscore: Score | None = None, on_refresh=None, language: str = "python") -> None:
-    """Replay one file. ``ask(prefix) -> list[str]`` returns ranked identifier items."""
+               bscore: Score | None = None, on_refresh=None, language: str = "python",
+               ask_line=None) -> None:
+    """Replay one file. ``ask(prefix) -> list[str]`` returns ranked identifier items;
+    ``ask_line(prefix) -> str | None``, if given, the rest-of-line item at an identifier start."""
     last_refresh = 0
+    score.text_chars += len(text)
     for start, word in targets(text, language):
         if on_refresh and start - last_refresh >= REFRESH_CHARS:
             on_refresh(text[:start])
@@ -154,6 +175,8 @@ def score_file(text: str, ask, score: Score, baseline: WordCompletion | None = N
                     if c > max(TYPED) and accepted:
                         break
                     items = completer.items(typed)
+                if c == 0 and completer is ask and ask_line is not None and items and items[0] == word:
+                    _score_line(text, start, word, ask_line(text[:start]), sc)
                 if c in TYPED:
                     sc.n_at[c] += 1
                     sc.top1[c] += bool(items) and items[0] == word
@@ -163,6 +186,16 @@ def score_file(text: str, ask, score: Score, baseline: WordCompletion | None = N
                     accepted = True
                 if accepted and c >= max(TYPED):
                     break
+
+
+def _score_line(text: str, start: int, word: str, line: str | None, sc: Score) -> None:
+    if line is None or len(line) <= len(word):
+        return
+    sc.line_offered += 1
+    eol = text.find("\n", start)
+    if text[start : eol if eol >= 0 else len(text)].startswith(line):
+        sc.line_correct += 1
+        sc.line_chars += len(line) - len(word)
 
 
 @dataclass
@@ -273,11 +306,12 @@ class LaggedSystem2:
 
 
 def evaluate_in_process(files: list[EvalFile], predictor, workspace: bool = False, system2=None,
-                        system2_rank: int = 0, system2_lag: int = 1):
+                        system2_rank: int = 0, system2_lag: int = 1, lines: bool = False):
     """Score the engine and the baseline per language; returns ``({lang: (engine, baseline)}, seconds)``.
 
     With ``system2`` (an ``engine.system2.System2``), its guesses join the engine's items as
-    :class:`LaggedSystem2` describes, at ``system2_rank``.
+    :class:`LaggedSystem2` describes, at ``system2_rank``. With ``lines``, the engine's
+    rest-of-line items are scored too (``Score.line_row``; a continuation per identifier start).
     """
     scores: dict[str, tuple[Score, Score]] = {}
     typed = {f.name for f in files}
@@ -297,8 +331,13 @@ def evaluate_in_process(files: list[EvalFile], predictor, workspace: bool = Fals
             items = [c.text for c in predictor.predict(prefix, doc_id=doc, max_items=20) if c.kind != "line"]
             return lagged(items, prefix) if lagged is not None else items
 
+        def ask_line(prefix, doc=doc):
+            items = predictor.predict(prefix, "\n", doc_id=doc, max_items=2, want_line=True)
+            return next((c.text for c in items if c.kind == "line"), None)
+
         score_file(f.text, ask, eng, WordCompletion(), base, language=f.language,
-                   on_refresh=lambda t, doc=doc, lang=f.language: predictor.observe_document(doc, t, lang))
+                   on_refresh=lambda t, doc=doc, lang=f.language: predictor.observe_document(doc, t, lang),
+                   ask_line=ask_line if lines else None)
         predictor.forget_document(doc)
         log.info("%s done (%.0f s)", f.name, time.perf_counter() - t0)
     if workspace:
@@ -340,4 +379,6 @@ def report(scores: dict[str, tuple[Score, Score]], recall: dict[str, float] | No
         lines.append(f"[{lang}] {eng.chars} identifier characters{r}")
         lines.append(eng.row("  laya"))
         lines.append(base.row("  word completion"))
+        if eng.line_offered:
+            lines.append(eng.line_row())
     return "\n".join(lines)

@@ -111,3 +111,27 @@ def test_language_overrides_apply_per_language_only():
     cfg.language = {"rust": {"no_such_option": 1}}
     with pytest.raises(ValueError, match="rust"):
         cfg.for_language("rust")
+
+
+def test_rest_of_line_counts_only_exact_continuations_of_the_right_word():
+    text = "value = compute(value)\nresult = value\n"
+    by_start = dict(targets(text))
+
+    def oracle(prefix):
+        return [by_start[max(s for s in by_start if s <= len(prefix))]]
+
+    lines = {  # what the engine would show at each identifier start
+        "value": "value = compute(value)",  # right: 17 characters past the word
+        "compute": "compute(other)",  # wrong continuation: offered, not correct
+        "result": "result",  # nothing past the word: not offered
+    }
+    sc = Score()
+    score_file(text, oracle, sc, ask_line=lambda prefix: lines.get(by_start[len(prefix)]))
+    assert sc.text_chars == len(text)
+    # "value" at 0 (correct, 17), "compute" (wrong), "value" at 16 ("value = compute(value)" is not
+    # how that line goes on: wrong), "result" (not offered), "value" at 32 (wrong: the line ends)
+    assert (sc.line_offered, sc.line_correct, sc.line_chars) == (4, 1, len(" = compute(value)"))
+    # a completer whose first item is not the identifier is never asked for a line
+    sc2 = Score()
+    score_file(text, lambda prefix: [], sc2, ask_line=lambda prefix: 1 / 0)
+    assert sc2.line_offered == 0
