@@ -49,6 +49,10 @@ class EngineConfig:
     line_min_prob: float = 0.25
     """The continuation stops before a greedy token whose probability is below this: ghost text
     should be what the model is sure of, not a guess."""
+    line_match_min_chars: int = 10
+    """The rest-of-line candidate comes first from an earlier line of the document that starts with
+    the same text as the cursor's line (at least this many characters of it, the word included;
+    ``engine.continuation.line_from_document``); 0: from the network only."""
     backend: str = "auto"
     """``"numba"`` (decode steps on the shipped 6-bit codes, dequantization fused; ~3x less memory
     traffic than float32), ``"numpy"`` (float32, the fallback), ``"mlx"`` (MLX, Metal on Apple

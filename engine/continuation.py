@@ -1,13 +1,57 @@
-"""The rest-of-line continuation: the best identifier, then greedy tokens to the end of the line.
+"""The rest-of-line continuation: the best identifier, then the rest of the line.
 
-Runs after the decision's context in the KV cache and rolls itself back out, so the context
-stays; stops before a token the model is unsure of (``line_min_prob``), at a line end, after
-``line_max_tokens`` or when its request is cancelled.
+First from the document itself (:func:`line_from_document`: an earlier line that starts the same
+way), else from the network (:func:`continue_line`): greedy tokens after the decision's context in
+the KV cache, rolled back out so the context stays; they stop before a token the model is unsure of
+(``line_min_prob``), at a line end, after ``line_max_tokens`` or when the request is cancelled.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+LINE_MATCH_CHARS = 100_000
+"""How far back (characters before the cursor's line) :func:`line_from_document` looks."""
+
+
+def line_from_document(ctx_text: str, word: str, min_key: int) -> str | None:
+    """The rest of the line from the latest earlier line that starts as the cursor's line does.
+
+    The key is the cursor's line before the word, without its indentation, plus ``word`` (e.g.
+    ``self.assertEqual`` in ``    self.assertEqual``); an earlier line whose text after its
+    indentation starts with the key gives ``word`` and what followed the key there, to its line end
+    (trailing blanks dropped). The idea of whole-line completion in editors (Vim's
+    ``i_CTRL-X_CTRL-L``) and of prompt-lookup decoding, used here for ghost text. On the tune
+    packages (``laya eval --split tune --files 6 --max-chars 6000 --workspace off --lines``, six
+    languages) the network's greedy lines alone gained 2,158 characters (55.8% of the lines offered
+    correct); with these first (``min_key`` 10) 6,183 (52.5%). A shorter key gains more and is
+    right less often (6: about a sixth more characters, 46.6% correct), a longer one the reverse
+    (16: a sixth fewer, 54.5%).
+
+    Args:
+        ctx_text: the document before the word (LF line ends).
+        word: the identifier the line item starts with.
+        min_key: shortest key (characters) that is looked up; shorter keys (a bare ``return``)
+            match too many unrelated lines. 0 disables the lookup.
+
+    Returns:
+        ``word`` plus the earlier line's rest, when it goes past ``word``; else None.
+    """
+    ls = ctx_text.rfind("\n") + 1
+    key = ctx_text[ls:].lstrip() + word
+    if not min_key or len(key) < min_key:
+        return None
+    lo = max(0, ls - LINE_MATCH_CHARS)
+    at = ctx_text.rfind(key, lo, ls)
+    while at >= 0:
+        start = ctx_text.rfind("\n", 0, at) + 1
+        if ctx_text[start:at].isspace() or start == at:  # the key starts that line
+            eol = ctx_text.find("\n", at)
+            line = ctx_text[at + len(key) - len(word) : eol if eol >= 0 else len(ctx_text)].rstrip()
+            return line if len(line) > len(word) else None
+        at = ctx_text.rfind(key, lo, at)
+    return None
+
 
 MAX_WORD_TOKENS = 24
 """Longest identifier (in tokens) that gets a rest-of-line continuation (longer ones: none)."""

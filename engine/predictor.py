@@ -39,7 +39,7 @@ from .model_io import ModelLoadError
 from .text import in_number, word_prefix
 from .tokenizer import EOS, load_tokenizer
 from .types import Candidate
-from .continuation import MAX_WORD_TOKENS, continue_line, line_is_open, without_suffix
+from .continuation import MAX_WORD_TOKENS, continue_line, line_from_document, line_is_open, without_suffix
 from .kv_sync import KVSync
 from .scoring import with_neural_cache
 from .window_cache import CHUNK_TOKENS
@@ -415,8 +415,12 @@ class Predictor:
             have = {c.text for c in out}
             more = self._rank_words(typed[0].upper() + typed[1:], lang, cfg, max_items)
             out += [c for c in more if c.text not in have][: max_items - len(out)]
-        if want_line and out and self._hidden is not None and self.config.line_max_tokens > 0 and line_is_open(suffix):
-            line = without_suffix(self._continuation(out[0].text, stop), suffix)
+        if want_line and out and line_is_open(suffix) and (
+                self.config.line_match_min_chars > 0 or (self._hidden is not None and self.config.line_max_tokens > 0)):
+            line = line_from_document(ctx_text, out[0].text, self.config.line_match_min_chars)
+            if line is None and self._hidden is not None and self.config.line_max_tokens > 0:
+                line = self._continuation(out[0].text, stop)
+            line = without_suffix(line, suffix) if line else None
             if line and line != out[0].text:
                 out.insert(1, Candidate(line, out[0].score - 1e-3, "line"))
                 if len(out) > max(2, max_items):

@@ -320,3 +320,18 @@ async def test_inline_completion_is_the_line_candidate(client: LanguageClient):
     assert got, "no inline completion at any of the probes"
     doc.close()
 
+
+
+async def test_inline_completion_repeats_a_line_of_the_document(client: LanguageClient):
+    # an earlier line that starts as the cursor's line does gives the ghost text (not the network:
+    # it has never seen 'qq-42')
+    doc = Doc(client, "def check(self):\n    self.assertEqual(zq_weird_name, 'qq-42')\n")
+    offset = doc.type(len(doc.text), "    self.assertE")
+    result = await client.text_document_inline_completion_async(types.InlineCompletionParams(
+        context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Invoked),
+        text_document=types.TextDocumentIdentifier(uri=doc.uri),
+        position=doc.position(offset)))
+    assert [i.insert_text for i in result.items] == ["assertEqual(zq_weird_name, 'qq-42')"]
+    assert result.items[0].range == types.Range(start=doc.position(offset - len("assertE")),
+                                                end=doc.position(offset))
+    doc.close()
