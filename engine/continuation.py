@@ -53,6 +53,79 @@ def line_from_document(ctx_text: str, word: str, min_key: int) -> str | None:
     return None
 
 
+WORKSPACE_LINE_BYTES = 4_000_000
+"""Most bytes of distinct workspace lines a :class:`LineIndex` keeps (~4 MB, plus 12 bytes a line)."""
+LINE_MIN_CHARS = 10
+"""Shorter lines (after stripping) are not kept: no key of ``line_match_min_chars`` finds them."""
+LINE_MAX_CHARS = 300
+"""Longer lines are not kept (minified or generated code)."""
+
+
+class LineIndex:
+    """The workspace's distinct lines (indentation and trailing blanks stripped), sorted, with how
+    often each occurs: :meth:`rest` gives the most frequent line that starts with a key.
+
+    Used after the document's own lines (:func:`line_from_workspace`). On the tune packages with
+    the rest of each package as the workspace (``laya eval --split tune --files 6 --max-chars 6000
+    --workspace only --lines``, six languages) rest-of-line items gained 6,466 characters without
+    it and 9,009 with it, 52.1% and 53.7% of the lines shown exactly right (imports, logger set-up,
+    recurring calls).
+    """
+
+    __slots__ = ("lines", "counts")
+
+    def __init__(self, lines, counts: np.ndarray):
+        self.lines, self.counts = lines, counts
+
+    @classmethod
+    def from_texts(cls, texts, max_bytes: int = WORKSPACE_LINE_BYTES) -> "LineIndex":
+        """Count ``texts``' lines (the first ``max_bytes`` of distinct ones, in order of the texts)."""
+        from collections import Counter
+
+        from .lexicon import StringArray
+
+        seen: Counter = Counter()
+        size = 0
+        for text in texts:
+            for ln in text.split("\n"):
+                ln = ln.strip()
+                if LINE_MIN_CHARS <= len(ln) <= LINE_MAX_CHARS and "\x01" not in ln:
+                    if ln not in seen:
+                        try:
+                            size += len(ln.encode("utf-8")) + 1
+                        except UnicodeEncodeError:  # a lone surrogate: not a line anyone types
+                            continue
+                        if size > max_bytes:
+                            break
+                    seen[ln] += 1
+            if size > max_bytes:
+                break
+        keys = sorted(seen)
+        return cls(StringArray.from_strings(keys), np.fromiter((seen[k] for k in keys), np.int32, len(keys)))
+
+    def rest(self, key: str) -> str | None:
+        """The most frequent kept line that starts with ``key`` and is longer (ties: the first in
+        sorted order), or None."""
+        lo, hi = self.lines.prefix_range(key)
+        if lo < hi and self.lines[lo] == key:  # the key itself sorts first among its extensions
+            lo += 1
+        if lo >= hi:
+            return None
+        return self.lines[lo + int(np.argmax(self.counts[lo:hi]))]
+
+
+def line_from_workspace(ctx_text: str, word: str, min_key: int, index: LineIndex | None) -> str | None:
+    """:func:`line_from_document`'s fallback: ``word`` plus the rest of the workspace's most frequent
+    line that starts with the same key (:class:`LineIndex`), or None."""
+    if index is None or not min_key:
+        return None
+    key = ctx_text[ctx_text.rfind("\n") + 1 :].lstrip() + word
+    if len(key) < min_key:
+        return None
+    line = index.rest(key)
+    return word + line[len(key) :] if line is not None else None
+
+
 MAX_WORD_TOKENS = 24
 """Longest identifier (in tokens) that gets a rest-of-line continuation (longer ones: none)."""
 

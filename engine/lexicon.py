@@ -476,6 +476,7 @@ class CorpusLexicon:
             raise ValueError("words, counts and first_tokens differ in length")
         self.total = float(self.counts.sum())
         self.matches: PieceIndex | None = None  # the workspace's pieces (``Predictor.build_workspace``)
+        self.lines = None  # the workspace's lines (``engine.continuation.LineIndex``), likewise
         self._top_in_range: dict[tuple[int, int, int], np.ndarray] = {}
         for name in ("bi", "tri"):
             keys = strings.get(f"{name}_keys")

@@ -39,7 +39,8 @@ from .model_io import ModelLoadError
 from .text import in_number, word_prefix
 from .tokenizer import EOS, load_tokenizer
 from .types import Candidate
-from .continuation import MAX_WORD_TOKENS, continue_line, line_from_document, line_is_open, without_suffix
+from .continuation import (MAX_WORD_TOKENS, LineIndex, continue_line, line_from_document,
+                           line_from_workspace, line_is_open, without_suffix)
 from .kv_sync import KVSync
 from .scoring import with_neural_cache
 from .window_cache import CHUNK_TOKENS
@@ -292,6 +293,7 @@ class Predictor:
                 if merged is not self.corpus_lexicon(name):  # never the shared shipped one
                     merged.matches = PieceIndex.from_texts(docs)
                     merged.matches.followers(["\n"] * LONG_MIN)  # builds its match index here
+                    merged.lines = LineIndex.from_texts(docs)
                 out[name] = merged
         return out
 
@@ -418,6 +420,9 @@ class Predictor:
         if want_line and out and line_is_open(suffix) and (
                 self.config.line_match_min_chars > 0 or (self._hidden is not None and self.config.line_max_tokens > 0)):
             line = line_from_document(ctx_text, out[0].text, self.config.line_match_min_chars)
+            if line is None and self.pool.corpus is not None:
+                line = line_from_workspace(ctx_text, out[0].text, self.config.line_match_min_chars,
+                                           self.pool.corpus.lines)
             if line is None and self._hidden is not None and self.config.line_max_tokens > 0:
                 line = self._continuation(out[0].text, stop)
             line = without_suffix(line, suffix) if line else None

@@ -63,3 +63,36 @@ def test_without_the_lookup_the_line_is_the_network_s(pred):
         assert all("qq-42" not in c.text for c in items)  # the network has never seen that string
     finally:
         pred.config = cfg
+
+
+def test_workspace_lines_give_the_most_frequent_extension():
+    from engine.continuation import LineIndex, line_from_workspace
+
+    files = ["import logging\nlogger = logging.getLogger(__name__)\n",
+             "import logging\n\nlogger = logging.getLogger(__name__)\nlogger = logging.getLogger('x')\n",
+             "bad = '\ud800 lone surrogate line'\n"]
+    idx = LineIndex.from_texts(files)
+    assert idx.rest("logger = logging.get") == "logger = logging.getLogger(__name__)"  # 2 against 1
+    assert idx.rest("logger = logging.getLogger(__name__)") is None  # nothing longer
+    assert idx.rest("import logging") is None and idx.rest("nothing like it") is None
+    assert line_from_workspace("def f():\n    logger = logging.", "getLogger", 10, idx) == "getLogger(__name__)"
+    assert line_from_workspace("logger = logging.", "getLogger", 0, idx) is None
+    assert line_from_workspace("x.", "getLogger", 10, None) is None
+    assert LineIndex.from_texts(files, max_bytes=20).rest("logger = logging.get") is None  # over budget
+    assert LineIndex.from_texts([]).rest("anything at all") is None
+
+
+def test_the_workspace_line_comes_after_the_document_s(pred):
+    files = ["import logging\nlogger = logging.getLogger(__name__)\nvalue = compute_qq(17)\n"] * 3
+    pred.set_workspace(pred.build_workspace({"python": files}))
+    try:
+        pred.reset()
+        items = pred.predict("import logging\nlogger = logging.getL", "\n", doc_id="file:///w.py",
+                             language="python", max_items=5, want_line=True)
+        assert [c.text for c in items if c.kind == "line"] == ["getLogger(__name__)"]
+        # the document's own earlier line wins over the workspace's
+        text = "logger = logging.getLogger('mine')\nlogger = logging.getL"
+        items = pred.predict(text, "\n", doc_id="file:///w.py", language="python", max_items=5, want_line=True)
+        assert [c.text for c in items if c.kind == "line"] == ["getLogger('mine')"]
+    finally:
+        pred.set_workspace({})
