@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+LINE_MAX_CHARS = 300
+"""Longer lines are neither offered nor kept (minified or generated code)."""
 LINE_MATCH_CHARS = 100_000
 """How far back (characters before the cursor's line) :func:`line_from_document` looks."""
 
@@ -35,7 +37,8 @@ def line_from_document(ctx_text: str, word: str, min_key: int) -> str | None:
             match too many unrelated lines. 0 disables the lookup.
 
     Returns:
-        ``word`` plus the earlier line's rest, when it goes past ``word``; else None.
+        ``word`` plus the earlier line's rest, when it goes past ``word`` (and is at most
+        :data:`LINE_MAX_CHARS` long: no ghost text from minified code); else None.
     """
     ls = ctx_text.rfind("\n") + 1
     key = ctx_text[ls:].lstrip() + word
@@ -48,7 +51,7 @@ def line_from_document(ctx_text: str, word: str, min_key: int) -> str | None:
         if ctx_text[start:at].isspace() or start == at:  # the key starts that line
             eol = ctx_text.find("\n", at)
             line = ctx_text[at + len(key) - len(word) : eol if eol >= 0 else len(ctx_text)].rstrip()
-            return line if len(line) > len(word) else None
+            return line if len(word) < len(line) <= LINE_MAX_CHARS else None
         at = ctx_text.rfind(key, lo, at)
     return None
 
@@ -57,8 +60,6 @@ WORKSPACE_LINE_BYTES = 4_000_000
 """Most bytes of distinct workspace lines a :class:`LineIndex` keeps (~4 MB, plus 12 bytes a line)."""
 LINE_MIN_CHARS = 10
 """Shorter lines (after stripping) are not kept: no key of ``line_match_min_chars`` finds them."""
-LINE_MAX_CHARS = 300
-"""Longer lines are not kept (minified or generated code)."""
 
 
 class LineIndex:

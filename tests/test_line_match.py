@@ -96,3 +96,9 @@ def test_the_workspace_line_comes_after_the_document_s(pred):
         assert [c.text for c in items if c.kind == "line"] == ["getLogger('mine')"]
     finally:
         pred.set_workspace({})
+
+
+def test_no_ghost_text_from_a_huge_line():
+    long_line = "var a=" + ",".join(f"x{i}" for i in range(200)) + ";"
+    assert line_from_document(long_line + "\nvar a=", "x0", 5) is None
+    assert line_from_document("var a=x0,x1;\nvar a=", "x0", 5) == "x0,x1;"
