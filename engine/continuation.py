@@ -47,13 +47,64 @@ def line_from_document(ctx_text: str, word: str, min_key: int) -> str | None:
     lo = max(0, ls - LINE_MATCH_CHARS)
     at = ctx_text.rfind(key, lo, ls)
     while at >= 0:
+        # the key starts that line; a line with no line end before it in the text may be cut (the
+        # server passes the last 64 KiB): it is not used
         start = ctx_text.rfind("\n", 0, at) + 1
-        if ctx_text[start:at].isspace() or start == at:  # the key starts that line
+        if start and (start == at or ctx_text[start:at].isspace()):
             eol = ctx_text.find("\n", at)
             line = ctx_text[at + len(key) - len(word) : eol if eol >= 0 else len(ctx_text)].rstrip()
-            return line if len(word) < len(line) <= LINE_MAX_CHARS else None
-        at = ctx_text.rfind(key, lo, at)
+            if len(word) < len(line) <= LINE_MAX_CHARS and _encodable(line):
+                return line
+        at = ctx_text.rfind(key, lo, at)  # that one has nothing to offer: an older one may
     return None
+
+
+def _encodable(text: str) -> bool:
+    """False for text holding a lone surrogate (it would reach the editor as U+FFFD)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def fit_to_suffix(line: str, suffix: str | None, before: str = "") -> str | None:
+    """``line`` (the identifier at the cursor and what follows it) cut to fit before the text
+    after the cursor, which an editor keeps; None when it cannot fit.
+
+    The rest of the cursor's line (``suffix`` up to its line end) is only closers, quotes and
+    ``:;,`` here (:func:`line_is_open`), typically what the editor auto-closed for an opener in
+    ``before`` (the cursor's line up to the identifier). Then its first character ``c`` ends the
+    inserted text: the line is cut at its first ``c`` outside the brackets it opens itself, so
+    ``items.append(make_i|)`` with the line ``make_item(name))`` inserts ``make_item(name)``,
+    ``with open(zq_pa|)`` with ``zq_path_name) as fh:`` inserts ``zq_path_name`` and
+    ``key = 'zq_k|'`` with ``zq_key' + x`` inserts ``zq_key``; a closer of another kind there means
+    the line does not fit (None). When nothing in ``before`` is open, the suffix is dropped from the
+    line's end if the line ends with it, and the line is kept whole otherwise.
+    """
+    rest = (suffix or "").split("\n", 1)[0].strip()
+    if not rest:
+        return line
+    c = rest[0]
+    if c in ")]}":
+        cut = sum(map(before.count, "([{")) > sum(map(before.count, ")]}"))
+    elif c in "'\"`":
+        cut = before.count(c) % 2 == 1
+    else:
+        cut = True
+    if cut:
+        depth = 0
+        for i, ch in enumerate(line):
+            if ch == c and (depth == 0 or c in "'\"`"):
+                return line[:i].rstrip()
+            if ch in "([{":
+                depth += 1
+            elif ch in ")]}":
+                if depth == 0:
+                    return None  # closes something other than what the suffix closes
+                depth -= 1
+        return line
+    return line[: -len(rest)].rstrip() if line.endswith(rest) else line
 
 
 WORKSPACE_LINE_BYTES = 4_000_000
@@ -172,14 +223,6 @@ def continue_line(kv, tok, word: str, max_tokens: int, min_prob: float, eos: int
     kv.rollback(n_ctx)  # the continuation leaves the cache; the context stays
     line = word + tok.decode(out) if out else word
     return line.rstrip(), complete
-
-
-def without_suffix(line: str, suffix: str | None) -> str:
-    """Drop the end of a continuation that the rest of the line already has (e.g. a ``)``)."""
-    rest = (suffix or "").split("\n", 1)[0].strip()
-    if rest and line.endswith(rest):
-        line = line[: -len(rest)].rstrip()
-    return line
 
 
 def line_is_open(suffix: str | None) -> bool:

@@ -39,8 +39,8 @@ from .model_io import ModelLoadError
 from .text import in_number, word_prefix
 from .tokenizer import EOS, load_tokenizer
 from .types import Candidate
-from .continuation import (MAX_WORD_TOKENS, LineIndex, continue_line, line_from_document,
-                           line_from_workspace, line_is_open, without_suffix)
+from .continuation import (MAX_WORD_TOKENS, LineIndex, continue_line, fit_to_suffix, line_from_document,
+                           line_from_workspace, line_is_open)
 from .kv_sync import KVSync
 from .scoring import with_neural_cache
 from .window_cache import CHUNK_TOKENS
@@ -419,18 +419,27 @@ class Predictor:
             out += [c for c in more if c.text not in have][: max_items - len(out)]
         if want_line and out and line_is_open(suffix) and (
                 self.config.line_match_min_chars > 0 or (self._hidden is not None and self.config.line_max_tokens > 0)):
-            line = line_from_document(ctx_text, out[0].text, self.config.line_match_min_chars)
-            if line is None and self.pool.corpus is not None:
-                line = line_from_workspace(ctx_text, out[0].text, self.config.line_match_min_chars,
-                                           self.pool.corpus.lines)
+            line = self._line_from_text(ctx_text, out[0].text, typed)
             if line is None and self._hidden is not None and self.config.line_max_tokens > 0:
                 line = self._continuation(out[0].text, stop)
-            line = without_suffix(line, suffix) if line else None
+            line = fit_to_suffix(line, suffix, ctx_text[ctx_text.rfind("\n") + 1 :]) if line else None
             if line and line != out[0].text:
                 out.insert(1, Candidate(line, out[0].score - 1e-3, "line"))
                 if len(out) > max(2, max_items):
                     del out[max(2, max_items):]
         return out
+
+    def _line_from_text(self, ctx_text: str, word: str, typed: str) -> str | None:
+        """A rest-of-line item from an earlier line of the document, else of the workspace, that
+        starts as the cursor's line does with ``word`` (the best item), or with what is typed (an
+        identifier typed in full is not among the items, which are longer than it)."""
+        n = self.config.line_match_min_chars
+        lines = self.pool.corpus.lines if self.pool.corpus is not None else None
+        for w in (word, typed) if typed and typed != word else (word,):
+            line = line_from_document(ctx_text, w, n) or line_from_workspace(ctx_text, w, n, lines)
+            if line is not None:
+                return line
+        return None
 
     def _rank_words(self, typed: str, lang: Language, cfg, max_items: int) -> list[Candidate]:
         """The pool's words for ``typed`` scored by the network and the prior, best first (the

@@ -2,8 +2,8 @@
 
 Registered only when the ``enableInline`` option is on. The one item replaces the identifier
 prefix being typed (its range) with the continuation, which starts with that prefix, so an editor
-shows only the part after the cursor; the text after the cursor stays, so the continuation never
-repeats what it starts with (:func:`without_overlap`).
+shows only the part after the cursor; the text after the cursor stays, so the continuation is cut
+to fit before it (``engine.continuation.fit_to_suffix``).
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
+
+from engine.continuation import fit_to_suffix
 
 from .documents import cursor_context
 from .predictions import predict_at, take_ticket
@@ -46,8 +48,8 @@ async def inline_completion(ls: LayaServer, params: types.InlineCompletionParams
         ls.system2.request(params.text_document.uri, pred.context.prefix)
     if line is None:
         return empty()
-    text = without_overlap(line, pred.context.suffix.split("\n", 1)[0])
-    if len(text) <= len(pred.context.word):
+    text = fit_to_suffix(line, pred.context.suffix, line_before(pred.context.prefix, pred.context.word))
+    if text is None or len(text) <= len(pred.context.word):
         return empty()
     return types.InlineCompletionList(items=[types.InlineCompletionItem(
         insert_text=text, range=pred.context.insert_range, filter_text=text)])
@@ -66,11 +68,16 @@ async def _from_inline_model(ls: LayaServer, params: types.InlineCompletionParam
     rest = await ls.inline_model.line(ls, ctx.prefix, lambda: ls.sequencer.is_current(ticket))
     if not rest or not rest.strip() or not ls.sequencer.is_current(ticket):
         return empty()
-    text = without_overlap((ctx.word + rest).rstrip(), ctx.suffix.split("\n", 1)[0])
-    if len(text) <= len(ctx.word):
+    text = fit_to_suffix((ctx.word + rest).rstrip(), ctx.suffix, line_before(ctx.prefix, ctx.word))
+    if text is None or len(text) <= len(ctx.word):
         return empty()
     return types.InlineCompletionList(items=[types.InlineCompletionItem(
         insert_text=text, range=ctx.insert_range, filter_text=text)])
+
+
+def line_before(prefix: str, word: str) -> str:
+    """The cursor's line up to the identifier being typed (``prefix`` ends with ``word``)."""
+    return prefix[prefix.rfind("\n") + 1 : len(prefix) - len(word)]
 
 
 def system2_line(ls: LayaServer, uri: str, prefix: str) -> str | None:
@@ -80,14 +87,3 @@ def system2_line(ls: LayaServer, uri: str, prefix: str) -> str | None:
     return cont.rest_at(prefix) if cont is not None else None
 
 
-def without_overlap(text: str, rest: str) -> str:
-    """``text`` less its longest end that the rest of the line already starts with.
-
-    An editor inserts the item before the text after the cursor, which stays: inside
-    ``sum(map(len, cur|))`` the continuation ``cur_lineno)`` would give ``cur_lineno)))``;
-    trimmed to ``cur_lineno`` it gives ``cur_lineno))``.
-    """
-    for k in range(min(len(text), len(rest)), 0, -1):
-        if text.endswith(rest[:k]):
-            return text[:-k]
-    return text

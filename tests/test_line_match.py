@@ -91,7 +91,7 @@ def test_the_workspace_line_comes_after_the_document_s(pred):
                              language="python", max_items=5, want_line=True)
         assert [c.text for c in items if c.kind == "line"] == ["getLogger(__name__)"]
         # the document's own earlier line wins over the workspace's
-        text = "logger = logging.getLogger('mine')\nlogger = logging.getL"
+        text = "import logging\nlogger = logging.getLogger('mine')\nlogger = logging.getL"
         items = pred.predict(text, "\n", doc_id="file:///w.py", language="python", max_items=5, want_line=True)
         assert [c.text for c in items if c.kind == "line"] == ["getLogger('mine')"]
     finally:
@@ -101,4 +101,52 @@ def test_the_workspace_line_comes_after_the_document_s(pred):
 def test_no_ghost_text_from_a_huge_line():
     long_line = "var a=" + ",".join(f"x{i}" for i in range(200)) + ";"
     assert line_from_document(long_line + "\nvar a=", "x0", 5) is None
-    assert line_from_document("var a=x0,x1;\nvar a=", "x0", 5) == "x0,x1;"
+    assert line_from_document("\nvar a=x0,x1;\nvar a=", "x0", 5) == "x0,x1;"
+    # the text's first line may be cut (the server passes the last 64 KiB): never a line start
+    assert line_from_document("var a=x0,x1;\nvar a=", "x0", 5) is None
+
+
+def test_an_older_line_when_the_latest_offers_nothing():
+    older = "\nzq_long_call_name(1, 'short')\n"
+    assert line_from_document(older + "zq_long_call_name\n", "zq_long_call_name", 10) == "zq_long_call_name(1, 'short')"
+    assert line_from_document(older + "zq_long_call_name(" + "x, " * 150 + ")\n", "zq_long_call_name",
+                              10) == "zq_long_call_name(1, 'short')"
+    # a line holding a lone surrogate would reach the editor as U+FFFD: skipped
+    assert line_from_document(older + "zq_long_call_name(1, '\ud800')\n", "zq_long_call_name",
+                              10) == "zq_long_call_name(1, 'short')"
+
+
+def _applied(pred, before: str, after: str, uri: str) -> str | None:
+    """The cursor's line after accepting the line item, as an editor applies it (the typed
+    identifier replaced, the text after the cursor kept)."""
+    from engine.text import word_prefix
+
+    pred.reset()
+    items = pred.predict(before, after, doc_id=uri, max_items=5, want_line=True)
+    line = next((c.text for c in items if c.kind == "line"), None)
+    if line is None:
+        return None
+    head = before[before.rfind("\n") + 1 : len(before) - len(word_prefix(before))]
+    return head + line + after.split("\n", 1)[0]
+
+
+@pytest.mark.parametrize("earlier, typed, after, expected", [
+    ("items.append(make_item(name))", "items.append(make_i", ")", "items.append(make_item(name))"),
+    ("result = compute(self.helper_fn(a))", "result = compute(self.helper_f", ")",
+     "result = compute(self.helper_fn(a))"),
+    ("row = [zq_first_value(a)][0].name", "row = [zq_first_v", "]", "row = [zq_first_value(a)]"),
+    # the line goes on after the editor's closer: only the identifier fits before it (no line item)
+    ("with open(zq_path_name) as fh:", "with open(zq_path_n", ")", None),
+    ("key = 'zq_config_key_one' + suffix", "key = 'zq_config_k", "'", None),
+])
+def test_accepting_the_line_keeps_the_editor_s_closers_balanced(pred, earlier, typed, after, expected):
+    # what editors auto-close after the cursor ends the inserted text where it takes over
+    got = _applied(pred, f"def f():\n    {earlier}\n    {typed}", after + "\n", "file:///b.py")
+    assert got == (f"    {expected}" if expected else None)
+
+
+def test_an_identifier_typed_in_full_still_finds_its_line(pred):
+    # the items are longer than what is typed, so the best one is another identifier
+    got = _applied(pred, "def f():\n    self.assertEqual(zq_weird_name, 'qq-42')\n    self.assertEqual", "\n",
+                   "file:///c.py")
+    assert got == "    self.assertEqual(zq_weird_name, 'qq-42')"

@@ -335,3 +335,15 @@ async def test_inline_completion_repeats_a_line_of_the_document(client: Language
     assert result.items[0].range == types.Range(start=doc.position(offset - len("assertE")),
                                                 end=doc.position(offset))
     doc.close()
+
+
+async def test_inline_line_fits_before_the_editor_s_closer(client: LanguageClient):
+    # the editor auto-closed append's bracket; the earlier line's rest stops where that one takes over
+    doc = Doc(client, "def f():\n    items.append(make_item(name))\n    items.append()\n")
+    offset = doc.type(len(doc.text) - 2, "make_i")
+    result = await client.text_document_inline_completion_async(types.InlineCompletionParams(
+        context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Invoked),
+        text_document=types.TextDocumentIdentifier(uri=doc.uri),
+        position=doc.position(offset)))
+    assert [i.insert_text for i in result.items] == ["make_item(name)"]
+    doc.close()

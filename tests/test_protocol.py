@@ -14,7 +14,7 @@ import pytest
 from lsprotocol import types
 
 import laya_lsp
-from laya_lsp.inline import without_overlap
+from engine.continuation import fit_to_suffix
 from laya_lsp.protocol import GUARANTEES, LspTextDocument, lsp_lines
 from tests.lsp_raw import RawServer
 
@@ -215,11 +215,21 @@ def repeats(inserted: str, after: str) -> str:
     return ""
 
 
-def test_without_overlap():
-    assert without_overlap("cur_lineno)", "))") == "cur_lineno"
-    assert without_overlap("f(a, b)", ")") == "f(a, b"
-    assert without_overlap("name", "))") == "name"
-    assert without_overlap("x = '", "'  # c") == "x = "
+def test_fit_to_suffix():
+    # the editor's closer closes an opener before the identifier: the line stops where it takes over
+    assert fit_to_suffix("cur_lineno)", "))", "    print(sum(map(len, ") == "cur_lineno"
+    assert fit_to_suffix("f(a, b)", ")", "print(") == "f(a, b)"  # its own bracket, then print's
+    assert fit_to_suffix("make_item(name))", ")\n", "items.append(") == "make_item(name)"
+    assert fit_to_suffix("zq_path_name) as fh:", ")", "with open(") == "zq_path_name"
+    assert fit_to_suffix("zq_first_value(a)][0].name", "]", "row = [") == "zq_first_value(a)"
+    assert fit_to_suffix("zq_key_one' + suffix", "'", "key = '") == "zq_key_one"
+    assert fit_to_suffix("name", "))", "f(g(") == "name"
+    assert fit_to_suffix("name]", ")", "f(") is None  # closes something else: does not fit
+    assert fit_to_suffix("is_valid(x)):", "):", "if check(self.") == "is_valid(x)"
+    assert fit_to_suffix("name(a, b) + 1", "", "x = ") == "name(a, b) + 1"
+    # nothing open before: only an identical end is dropped
+    assert fit_to_suffix("assertEqual(a, 'q')", "')", "    self.") == "assertEqual(a, 'q"
+    assert fit_to_suffix("name", ")", "x = ") == "name"
 
 
 CODE = ("def count(lines, cur_lineno):\n" + "    total = sum(map(len, cur_lineno))\n" * 3
