@@ -10,7 +10,9 @@ window is prefilled before generating) and ranks identifiers; each candidate the
 *head* and continues token by token:
 
 - the model's next token (after the context and the typed part of the word) goes on with an
-  identifier: the head is an identifier from the Predictor's candidate filter (the top ``n`` at
+  identifier, or, before the typed part, tokens that extend it outweigh the one that is exactly it
+  (token healing: ``os.pa`` goes on as ``path``):
+  the head is an identifier from the Predictor's candidate filter (the top ``n`` at
   temperature 0, drawn from its scores otherwise), counted as one token of ``max_tokens``;
 - otherwise (no word, or a complete one such as ``return``) the head is the typed part and the
   model's next token comes after it (the ``n`` best at temperature 0, drawn otherwise).
@@ -97,7 +99,9 @@ class Generator:
         if window_store_mb is not None:
             predictor.windows.max_bytes = window_store_mb << 20
         vocab = self.tok.get_vocab_size()
-        texts = [self.tok.decode([i]) for i in range(vocab)]
+        texts = self._texts = [self.tok.decode([i]) for i in range(vocab)]
+        self._prefixed: dict[str, tuple] = {}  # typed part -> (token ids starting with it, exact)
+        self._heals = False
         self._ident_start = np.array([bool(t) and (t[0].isalpha() or t[0] == "_") for t in texts])
         self._ident_cont = np.array([bool(t) and (t[0].isalnum() or t[0] == "_") for t in texts])
 
@@ -130,6 +134,7 @@ class Generator:
         prefilled = (p.stats["forward_tokens"] - before["forward_tokens"]
                      + p.stats["background_tokens"] - before["background_tokens"])
         n_ctx = len(p.cached)  # the context is in the KV cache now
+        self._heals = bool(typed) and n_ctx > 0 and self._goes_on(typed, n_ctx)
         if typed:  # the model's view after the typed part: does the word go on, or is it complete?
             h = self._forward(self.tok.encode(typed).ids)
             logits = p.backend.logits(h) if h is not None else None
@@ -173,6 +178,8 @@ class Generator:
         else:
             first = sample(logits, req.temperature, req.top_p, rng)
         word_goes_on = (self._ident_cont if typed else self._ident_start)[first]
+        if typed and idents and self._heals:
+            word_goes_on = True
         if idents and word_goes_on:
             if not greedy:
                 scores = np.array([c.score for c in idents])
@@ -185,6 +192,24 @@ class Generator:
         if greedy and i > 0:
             first = int(order[min(i, len(order) - 1)])
         return typed, first
+
+    def _goes_on(self, typed: str, n_ctx: int) -> bool:
+        """Token healing: True when, before the typed part, the model puts more probability on
+        tokens that extend it (``path``, ``parent`` after ``os.`` for ``pa``) than on the token that
+        is exactly it. The model's next token after the typed part is a poor judge of that: it was
+        trained on ``path`` as one token, never on ``pa`` + ``th``. False when no token extends it."""
+        hit = self._prefixed.get(typed)
+        if hit is None:
+            if len(self._prefixed) > 4096:
+                self._prefixed.clear()
+            ids = np.array([i for i, t in enumerate(self._texts) if t.startswith(typed)], np.int64)
+            hit = self._prefixed[typed] = (ids, np.array([self._texts[i] == typed for i in ids], bool))
+        ids, exact = hit
+        if not len(ids) or exact.all():
+            return False
+        lg = self.p.backend.logits(self.p.backend.hid[n_ctx - 1])[ids]
+        pr = np.exp(lg - lg.max())
+        return pr[~exact].sum() > pr[exact].sum()
 
     def _continue(self, req: CompletionRequest, typed: str, head: str, first: int | None,
                   rng: np.random.Generator, check: Callable[[], None]) -> Choice:

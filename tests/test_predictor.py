@@ -69,8 +69,11 @@ def test_deletion_rolls_back_to_the_same_state_as_fresh(pred):
 
 
 def test_rolled_back_cache_equals_a_fresh_prefill_of_its_tokens(pred, monkeypatch):
-    monkeypatch.setattr(pred.config, "context_shift", False)  # a shifted cache is close, not equal
+    # a shifted cache is close, not equal (the kept positions' values saw the dropped tokens); the
+    # KV sync holds its own copy of the option
+    monkeypatch.setattr(pred.kv, "context_shift", False)
     pred.reset()
+    shifts = pred.stats["shifts"]
     cut = SOURCE.index("def _split(self, text):")
     for i in range(cut - 80, cut + 40):
         pred.predict(SOURCE[:i])
@@ -78,6 +81,7 @@ def test_rolled_back_cache_equals_a_fresh_prefill_of_its_tokens(pred, monkeypatc
         pred.predict(SOURCE[:i])
     fresh = Predictor.load()
     h = fresh.backend.forward(pred.cached)
+    assert pred.stats["shifts"] == shifts
     assert np.abs(fresh.backend.logits(h) - pred.backend.logits(pred._hidden)).max() < 2e-3
 
 
