@@ -16,6 +16,17 @@ LINE_MATCH_CHARS = 100_000
 """How far back (characters before the cursor's line) :func:`line_from_document` looks."""
 
 
+def line_before(ctx_text: str) -> str:
+    """The cursor's line up to the identifier (``ctx_text``: the text before it)."""
+    return ctx_text[ctx_text.rfind("\n") + 1 :]
+
+
+def line_key(ctx_text: str, word: str) -> str:
+    """What an earlier line must start with: the cursor's line before ``word`` without its
+    indentation, and ``word``."""
+    return line_before(ctx_text).lstrip() + word
+
+
 def line_from_document(ctx_text: str, word: str, min_key: int) -> str | None:
     """The rest of the line from the latest earlier line that starts as the cursor's line does.
 
@@ -41,7 +52,7 @@ def line_from_document(ctx_text: str, word: str, min_key: int) -> str | None:
         :data:`LINE_MAX_CHARS` long: no ghost text from minified code); else None.
     """
     ls = ctx_text.rfind("\n") + 1
-    key = ctx_text[ls:].lstrip() + word
+    key = line_key(ctx_text, word)
     if not min_key or len(key) < min_key:
         return None
     lo = max(0, ls - LINE_MATCH_CHARS)
@@ -171,7 +182,7 @@ def line_from_workspace(ctx_text: str, word: str, min_key: int, index: LineIndex
     line that starts with the same key (:class:`LineIndex`), or None."""
     if index is None or not min_key:
         return None
-    key = ctx_text[ctx_text.rfind("\n") + 1 :].lstrip() + word
+    key = line_key(ctx_text, word)
     if len(key) < min_key:
         return None
     line = index.rest(key)

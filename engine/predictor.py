@@ -39,8 +39,8 @@ from .model_io import ModelLoadError
 from .text import in_number, word_prefix
 from .tokenizer import EOS, load_tokenizer
 from .types import Candidate
-from .continuation import (MAX_WORD_TOKENS, LineIndex, continue_line, fit_to_suffix, line_from_document,
-                           line_from_workspace, line_is_open)
+from .continuation import (MAX_WORD_TOKENS, LineIndex, continue_line, fit_to_suffix, line_before,
+                           line_from_document, line_from_workspace, line_is_open)
 from .kv_sync import KVSync
 from .scoring import with_neural_cache
 from .window_cache import CHUNK_TOKENS
@@ -422,7 +422,7 @@ class Predictor:
             line = self._line_from_text(ctx_text, out[0].text, typed)
             if line is None and self._hidden is not None and self.config.line_max_tokens > 0:
                 line = self._continuation(out[0].text, stop)
-            line = fit_to_suffix(line, suffix, ctx_text[ctx_text.rfind("\n") + 1 :]) if line else None
+            line = fit_to_suffix(line, suffix, line_before(ctx_text)) if line else None
             if line and line != out[0].text:
                 out.insert(1, Candidate(line, out[0].score - 1e-3, "line"))
                 if len(out) > max(2, max_items):

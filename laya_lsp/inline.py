@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from engine.continuation import fit_to_suffix
+from engine.continuation import fit_to_suffix, line_before
 
 from .documents import cursor_context
 from .predictions import predict_at, take_ticket
@@ -48,7 +48,8 @@ async def inline_completion(ls: LayaServer, params: types.InlineCompletionParams
         ls.system2.request(params.text_document.uri, pred.context.prefix)
     if line is None:
         return empty()
-    text = fit_to_suffix(line, pred.context.suffix, line_before(pred.context.prefix, pred.context.word))
+    ctx = pred.context
+    text = fit_to_suffix(line, ctx.suffix, line_before(ctx.prefix[: len(ctx.prefix) - len(ctx.word)]))
     if text is None or len(text) <= len(pred.context.word):
         return empty()
     return types.InlineCompletionList(items=[types.InlineCompletionItem(
@@ -68,16 +69,12 @@ async def _from_inline_model(ls: LayaServer, params: types.InlineCompletionParam
     rest = await ls.inline_model.line(ls, ctx.prefix, lambda: ls.sequencer.is_current(ticket))
     if not rest or not rest.strip() or not ls.sequencer.is_current(ticket):
         return empty()
-    text = fit_to_suffix((ctx.word + rest).rstrip(), ctx.suffix, line_before(ctx.prefix, ctx.word))
+    before = line_before(ctx.prefix[: len(ctx.prefix) - len(ctx.word)])
+    text = fit_to_suffix((ctx.word + rest).rstrip(), ctx.suffix, before)
     if text is None or len(text) <= len(ctx.word):
         return empty()
     return types.InlineCompletionList(items=[types.InlineCompletionItem(
         insert_text=text, range=ctx.insert_range, filter_text=text)])
-
-
-def line_before(prefix: str, word: str) -> str:
-    """The cursor's line up to the identifier being typed (``prefix`` ends with ``word``)."""
-    return prefix[prefix.rfind("\n") + 1 : len(prefix) - len(word)]
 
 
 def system2_line(ls: LayaServer, uri: str, prefix: str) -> str | None:
