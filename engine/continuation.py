@@ -154,10 +154,9 @@ class LineIndex:
                 ln = ln.strip()
                 if LINE_MIN_CHARS <= len(ln) <= LINE_MAX_CHARS and "\x01" not in ln:
                     if ln not in seen:
-                        try:
-                            size += len(ln.encode("utf-8")) + 1
-                        except UnicodeEncodeError:  # a lone surrogate: not a line anyone types
+                        if not _encodable(ln):  # a lone surrogate: not a line anyone types
                             continue
+                        size += len(ln.encode("utf-8")) + 1
                         if size > max_bytes:
                             break
                     seen[ln] += 1

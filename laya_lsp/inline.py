@@ -42,15 +42,16 @@ async def inline_completion(ls: LayaServer, params: types.InlineCompletionParams
                             max_items=LINE_SEARCH_ITEMS, want_line=True)
     if pred is None:
         return empty()
-    line = next((c.text for c in pred.candidates if c.kind == "line"), None)
-    if ls.system2.enabled:  # System 2's line, when the user is still on it, refines the fast one
-        line = system2_line(ls, params.text_document.uri, pred.context.prefix) or line
-        ls.system2.request(params.text_document.uri, pred.context.prefix)
-    if line is None:
-        return empty()
     ctx = pred.context
-    text = fit_to_suffix(line, ctx.suffix, line_before(ctx.prefix[: len(ctx.prefix) - len(ctx.word)]))
-    if text is None or len(text) <= len(pred.context.word):
+    # the engine's line is already cut to fit before the text after the cursor
+    text = next((c.text for c in pred.candidates if c.kind == "line"), None)
+    if ls.system2.enabled:  # System 2's line, when the user is still on it, refines the fast one
+        s2 = system2_line(ls, params.text_document.uri, ctx.prefix)
+        if s2 is not None:
+            s2 = fit_to_suffix(s2, ctx.suffix, line_before(ctx.prefix[: len(ctx.prefix) - len(ctx.word)]))
+        text = s2 or text
+        ls.system2.request(params.text_document.uri, ctx.prefix)
+    if text is None or len(text) <= len(ctx.word):
         return empty()
     return types.InlineCompletionList(items=[types.InlineCompletionItem(
         insert_text=text, range=pred.context.insert_range, filter_text=text)])

@@ -101,7 +101,6 @@ class Generator:
         vocab = self.tok.get_vocab_size()
         texts = self._texts = [self.tok.decode([i]) for i in range(vocab)]
         self._prefixed: dict[str, tuple] = {}  # typed part -> (token ids starting with it, exact)
-        self._heals = False
         self._ident_start = np.array([bool(t) and (t[0].isalpha() or t[0] == "_") for t in texts])
         self._ident_cont = np.array([bool(t) and (t[0].isalnum() or t[0] == "_") for t in texts])
 
@@ -134,7 +133,7 @@ class Generator:
         prefilled = (p.stats["forward_tokens"] - before["forward_tokens"]
                      + p.stats["background_tokens"] - before["background_tokens"])
         n_ctx = len(p.cached)  # the context is in the KV cache now
-        self._heals = bool(typed) and n_ctx > 0 and self._goes_on(typed, n_ctx)
+        heals = bool(typed) and n_ctx > 0 and self._goes_on(typed, n_ctx)
         if typed:  # the model's view after the typed part: does the word go on, or is it complete?
             h = self._forward(self.tok.encode(typed).ids)
             logits = p.backend.logits(h) if h is not None else None
@@ -145,7 +144,7 @@ class Generator:
         try:
             for i in range(req.n):
                 check()
-                head, first = self._head(i, req, typed, idents, logits, rng)
+                head, first = self._head(i, req, typed, idents, logits, rng, heals)
                 choices.append(self._continue(req, typed, head, first, rng, check))
                 self._trim(n_ctx)
         finally:
@@ -161,13 +160,14 @@ class Generator:
 
     # ----------------------------------------------------------------- steps
     def _head(self, i: int, req: CompletionRequest, typed: str, idents: list, logits: np.ndarray | None,
-              rng: np.random.Generator) -> tuple[str, int | None]:
+              rng: np.random.Generator, heals: bool = False) -> tuple[str, int | None]:
         """Candidate ``i``'s start: ``(head, first token or None)``.
 
         ``logits`` is the model's next-token view after the context and the typed part of the
         word. The head is an identifier of the Predictor's when the next token goes on with an
-        identifier (or starts one); else it is the typed part itself (the word is complete) and
-        the model's token comes next.
+        identifier (or starts one), or when ``heals`` (token healing says the typed part goes on:
+        :meth:`_goes_on`); else it is the typed part itself (the word is complete) and the
+        model's token comes next.
         """
         greedy = req.temperature == 0
         if logits is None:  # no room in the KV cache for the typed part
@@ -178,7 +178,7 @@ class Generator:
         else:
             first = sample(logits, req.temperature, req.top_p, rng)
         word_goes_on = (self._ident_cont if typed else self._ident_start)[first]
-        if typed and idents and self._heals:
+        if typed and idents and heals:
             word_goes_on = True
         if idents and word_goes_on:
             if not greedy:

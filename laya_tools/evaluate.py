@@ -23,8 +23,9 @@ Protocol (the same in-process and through the server, ``--through-server``):
 * Baseline ("word completion", what every editor has): words of the document so far that start
   with the typed prefix, ranked by how often they occur (ties: most recent first).
 * Rest of line (``--lines``, in process): at each identifier start where the first item is the
-  identifier, the engine's rest-of-line item (the identifier and the network's greedy
-  continuation, what inline completion shows) is *offered* when it goes past the identifier and
+  identifier, the engine's rest-of-line item (the identifier and the rest of an earlier line of
+  the document or workspace, else the network's greedy continuation: what inline completion
+  shows) is *offered* when it goes past the identifier and
   *correct* when the file's line goes on exactly so; *characters gained* are those past the
   identifier in correct items, a share of all characters typed. (Asking for continuations moves
   the identifier numbers by about 0.1 point: the KV cache is extended and rolled back, and tokens
@@ -75,9 +76,10 @@ class Score:
 
     def line_row(self) -> str:
         """The rest-of-line measure (``--lines``)."""
-        return (f"  rest of line: {self.line_offered} offered, {100 * self.line_correct / max(1, self.line_offered):.1f}% "
-                f"correct, {self.line_chars} characters gained ({100 * self.line_chars / max(1, self.text_chars):.2f}% "
-                f"of {self.text_chars} typed)")
+        right = 100 * self.line_correct / max(1, self.line_offered)
+        share = 100 * self.line_chars / max(1, self.text_chars)
+        return (f"  rest of line: {self.line_offered} offered, {right:.1f}% correct, {self.line_chars} "
+                f"characters gained ({share:.2f}% of {self.text_chars} typed)")
 
 
 HEADER = ("completer        saved      top1@0 top5@0  top1@1 top5@1  top1@2 top5@2\n"
