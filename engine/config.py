@@ -44,6 +44,11 @@ class EngineConfig:
     identifiers of held-out Python and Go files, the first keystroke there: top-1 90.7% with the
     prior alone, 89.3% with a 16-token window (3.65 ms), 89.9% with the whole window: the
     document's n-grams carry that keystroke. False: prefill the 16-token window at once."""
+    speculative_prefill: bool = True
+    """In pauses between keystrokes, prefill the best identifier of the last answer after its
+    context (``Predictor.idle_step``): when the user ends that word, the next decision prefills
+    only the separator after it. The server does it on its engine thread when idle; in process,
+    callers run ``idle_step`` themselves."""
     line_max_tokens: int = 12
     """Greedy tokens for the rest-of-line candidate (0 disables it)."""
     line_min_prob: float = 0.25

@@ -44,6 +44,10 @@ class KVSync:
         # for side-by-side benchmarks against the whole-window behaviour)
         self.fast_path = os.environ.get("LAYA_FAST_PATH", "1") != "0"
         self.prior_after_jump = prior_after_jump
+        self.speculated = 0
+        """Tokens at the end of ``cached`` that :meth:`speculate` added past the synced context."""
+        for k in ("speculated_tokens",):
+            self.stats.setdefault(k, 0)
 
     def reset(self) -> None:
         """Empty the KV cache, the stored windows and any pending full window."""
@@ -51,6 +55,30 @@ class KVSync:
         self.cached = []
         self.windows.clear()
         self.pending = None
+        self.speculated = 0
+
+    def speculate(self, tokens: list[int]) -> None:
+        """Prefill ``tokens`` after the synced context, ahead of the decision that will need them
+        (idle time: the identifier being typed, before the user ends it). Replaces an earlier
+        speculation; the next :meth:`sync` keeps them when its context goes on with them (the
+        longest common prefix), else trims them. Nothing is done while a full window is pending."""
+        if self.pending is not None:
+            return
+        if self.speculated and self.cached[-self.speculated:] == list(tokens):
+            return  # the same word as at the last pause
+        self.unspeculate()
+        if not tokens or len(self.cached) + len(tokens) + 1 > self.backend.capacity:
+            return
+        self.backend.forward(tokens)
+        self.cached.extend(tokens)
+        self.speculated = len(tokens)
+        self.stats["speculated_tokens"] += len(tokens)
+
+    def unspeculate(self) -> None:
+        """Trim a speculation off the cache (before a continuation extends the synced context)."""
+        if self.speculated:
+            self.rollback(len(self.cached) - self.speculated)
+            self.speculated = 0
 
     def extend(self, tokens: list[int]) -> np.ndarray:
         """Run ``tokens`` after the cached ones (e.g. a continuation); returns the last hidden state.
@@ -69,6 +97,7 @@ class KVSync:
         """Make the KV cache hold ``ctx`` (or, right after a jump, its last tokens: the short
         window, see ``engine.window_cache``); return the hidden state after its last token, or
         None right after a jump when ``prior_after_jump`` (nothing prefilled yet)."""
+        self.speculated = 0  # from here on ``cached`` is the context (what matches of a speculation too)
         pend = self.pending
         if pend is not None:
             if pend.done:  # the full window is ready: it replaces the short one

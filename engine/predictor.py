@@ -17,6 +17,9 @@ One decision, for a text before the cursor:
    ``logit + log P_prior(w | t1) + prior_weight log P_prior(w)`` is the alternative).
 5. Optionally a rest-of-line continuation: the best identifier, then greedy tokens up to the end of
    the line; the cache is trimmed back afterwards.
+6. In the pause after an answer (``idle_step``), the best identifier's tokens are prefilled after
+   the context (speculative prefill): when the user ends that word, the next decision prefills
+   only what follows it; a wrong guess is trimmed like a deletion.
 
 All methods must run on one thread (``engine.worker.EngineThread``): MLX state is not thread-safe.
 """
@@ -108,6 +111,7 @@ class Predictor:
         self._line_cache: dict[str, str] = {}
         self._pool_doc: DocLexicon | None = None
         self._ctx_text: str | None = None
+        self._spec_word: str | None = None  # the identifier :meth:`idle_step` would prefill
         vocab = tokenizer.get_vocab()
         self._id_to_text = {i: t for t, i in vocab.items()}
         self.window.alternates = self.kv.windows.windows  # coming back keeps a stored window's start
@@ -138,8 +142,26 @@ class Predictor:
 
     def advance(self, max_tokens: int = CHUNK_TOKENS) -> bool:
         """Prefill more of the full window behind a short one (``KVSync.advance``); True while
-        there is more to do. The server calls it when the engine thread is idle."""
+        there is more to do."""
         return self.kv.advance(max_tokens)
+
+    def idle_step(self) -> bool:
+        """One step of work for a pause between keystrokes (the server's engine thread calls it
+        when idle, ``engine.worker``); True while there is more to do.
+
+        First the full window behind a short one (:meth:`advance`); then, when
+        ``speculative_prefill`` is on, the best identifier of the last decision is prefilled
+        after its context (``KVSync.speculate``), so that when the user ends that word the next
+        decision prefills only what follows it (the separator: one token instead of two or three).
+        A wrong guess costs nothing at the next decision but a trim."""
+        if self.kv.pending is not None and not self.kv.pending.done:
+            return self.advance()
+        word, self._spec_word = self._spec_word, None
+        if word is not None and self._synced and self._hidden is not None and self._ctx is not None:
+            ids = self.tok.encode(word).ids
+            if len(ids) <= MAX_WORD_TOKENS:
+                self.kv.speculate(ids)
+        return False
 
     # ----------------------------------------------------------------- loading
     @classmethod
@@ -211,6 +233,7 @@ class Predictor:
         self._hidden = None
         self._synced = False
         self._pool_doc = None
+        self._spec_word = None
         self._line_cache.clear()
         self._first_cache.clear()
         self.window.lines.d.clear()  # tokens of lines (up to LineCache.size): rebuilt as needed
@@ -421,12 +444,15 @@ class Predictor:
                 self.config.line_match_min_chars > 0 or (self._hidden is not None and self.config.line_max_tokens > 0)):
             line = self._line_from_text(ctx_text, out[0].text, typed)
             if line is None and self._hidden is not None and self.config.line_max_tokens > 0:
+                self.kv.unspeculate()  # the continuation goes on from the context itself
                 line = self._continuation(out[0].text, stop)
             line = fit_to_suffix(line, suffix, line_before(ctx_text)) if line else None
             if line and line != out[0].text:
                 out.insert(1, Candidate(line, out[0].score - 1e-3, "line"))
                 if len(out) > max(2, max_items):
                     del out[max(2, max_items):]
+        if self.config.speculative_prefill and out and out[0].kind != "line" and self._hidden is not None:
+            self._spec_word = out[0].text
         return out
 
     def _line_from_text(self, ctx_text: str, word: str, typed: str) -> str | None:
@@ -458,7 +484,8 @@ class Predictor:
             if not self._first_known[0]:
                 lg = self.backend.logits(self._hidden)
                 # log-probabilities (a mixture of two normalised distributions): log Z = 0
-                self._first_logits[:] = with_neural_cache(lg, self.backend.hid, self._hidden, self.cached,
+                ctx = self.cached[: len(self.cached) - self.kv.speculated] if self.kv.speculated else self.cached
+                self._first_logits[:] = with_neural_cache(lg, self.backend.hid, self._hidden, ctx,
                                                           cfg.cache_weight, cfg.cache_theta)
                 self._first_known[:] = True
         else:

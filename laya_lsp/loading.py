@@ -176,8 +176,8 @@ def _load_job(handle: ModelHandle, model_path: str | None, variant: str, backend
 
     predictor = Predictor.load(model_dir=model_path, variant=variant, backend=backend)
     if idle:
-        predictor.advance_on_keystroke = False  # a jump's full window is finished in pauses:
-        set_idle(predictor.advance)
+        predictor.advance_on_keystroke = False  # a jump's full window is finished in pauses,
+        set_idle(predictor.idle_step)  # and the word being typed is prefilled in them
     handle.predictor = predictor
     return predictor
 

@@ -40,8 +40,10 @@ def keystrokes(text: str, start: int = 2000):
         yield text[:i]
 
 
-def time_decisions(predictors: dict, text: str, warmup: int, runs: int) -> dict:
-    """Interleave the predictors over the same keystrokes; returns timings per name and kind."""
+def time_decisions(predictors: dict, text: str, warmup: int, runs: int, pauses: bool = False) -> dict:
+    """Interleave the predictors over the same keystrokes; returns timings per name and kind.
+    ``pauses``: after each keystroke, run each predictor's idle work (``Predictor.idle_step``),
+    untimed, as a person's pause between keys lets the server do."""
     out = {name: {"all": [], "network": [], "rerank": []} for name in predictors}
     ks = keystrokes(text)
     n_net = 0
@@ -59,6 +61,8 @@ def time_decisions(predictors: dict, text: str, warmup: int, runs: int) -> dict:
             if n_net >= warmup:
                 out[name]["network" if network else "rerank"].append(dt)
                 out[name]["all"].append(dt)
+            while pauses and p.idle_step():
+                pass
         n_net += net_this
         n += 1
     return out
@@ -200,9 +204,20 @@ def main(a) -> int:
         name = f"{names[0]} without {'+'.join(off)}"
         predictors[name] = p
         names.append(name)
+    pauses = getattr(a, "pauses", False)
+    if pauses and names:
+        # the first backend again, never speculating: the speculative prefill's effect, side by side
+        p = Predictor.load(a.model, backend=names[0])
+        p.config.speculative_prefill = False
+        p.observe_document("bench", text)
+        p.warmup()
+        name = f"{names[0]} without speculative prefill"
+        predictors[name] = p
+        names.append(name)
     if predictors:
-        print(f"workload: typing {path} top to bottom; {a.warmup} warm-up, then {a.runs} timed network decisions")
-        res = time_decisions(predictors, text, a.warmup, a.runs)
+        print(f"workload: typing {path} top to bottom; {a.warmup} warm-up, then {a.runs} timed network decisions"
+              + ("; idle work run between keystrokes, untimed (--pauses)" if pauses else ""))
+        res = time_decisions(predictors, text, a.warmup, a.runs, pauses)
         results["decisions"] = {}
         for name in names:
             r = res[name]

@@ -383,6 +383,10 @@ def main(argv=None) -> int:
     p.add_argument("--kernels", action="store_true", help="also time each CPU option for the step's projections")
     p.add_argument("--ablate", default=None, metavar="WEIGHTS",
                    help="also time the first backend with these prior weights at 0 (e.g. long,wlong)")
+    p.add_argument("--pauses", action="store_true",
+                   help="run the engine's idle work between keystrokes, untimed (a person's pauses: a jump's "
+                        "full window, the speculative prefill), and time the first backend without speculative "
+                        "prefill side by side")
     p.add_argument("--peers", action="store_true",
                    help="instead: time the --backends against llama.cpp f32 and Q8_0 (1 and 2 threads) on the same "
                         "weights and token ids (300 cached, +1/+3 tokens, roll back); needs the peers extra")
