@@ -120,3 +120,31 @@ def test_the_servers_engine_thread_speculates_in_a_pause():
         assert eng.call(lambda: pred.cached[-len(ids):]) == ids
     finally:
         eng.shutdown()
+
+
+def test_random_edits_with_pauses_answer_as_without_speculation(pair):
+    """Typing, deleting and jumping with a pause (idle steps) now and then: every answer, with
+    and without its rest-of-line item, is the one a predictor that never speculates gives."""
+    import random
+
+    spec, plain = pair
+    for p in pair:
+        p.reset()
+        p.fast_path = True  # jumps take a short window here, and its full one in the pauses
+    rnd = random.Random(7)
+    pos = 3000
+    try:
+        for step in range(300):
+            move = rnd.choice([1, 1, 1, 1, 2, -1, -3, 40, -200, 900])
+            pos = max(1, min(len(SOURCE) - 1, pos + move))
+            want_line = rnd.random() < 0.2
+            (got, _), (want, _) = _both(pair, SOURCE[:pos], suffix="\n", want_line=want_line)
+            assert got == want, (step, pos)
+            assert len(spec.cached) == spec.backend.offset
+            if rnd.random() < 0.5:  # a pause: both finish their windows, one also speculates
+                _idle(spec)
+                _idle(plain)
+        assert spec.stats["speculated_tokens"] > 0
+    finally:
+        for p in pair:
+            p.fast_path = False
