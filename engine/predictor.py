@@ -27,6 +27,7 @@ All methods must run on one thread (``engine.worker.EngineThread``): MLX state i
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from pathlib import Path
@@ -112,6 +113,8 @@ class Predictor:
         self._pool_doc: DocLexicon | None = None
         self._ctx_text: str | None = None
         self._spec_word: str | None = None  # the identifier :meth:`idle_step` would prefill
+        # speculative prefill in pauses (``LAYA_SPECULATE=0``: off, for side-by-side benchmarks)
+        self.speculate = config.speculative_prefill and os.environ.get("LAYA_SPECULATE", "1") != "0"
         vocab = tokenizer.get_vocab()
         self._id_to_text = {i: t for t, i in vocab.items()}
         self.window.alternates = self.kv.windows.windows  # coming back keeps a stored window's start
@@ -451,7 +454,7 @@ class Predictor:
                 out.insert(1, Candidate(line, out[0].score - 1e-3, "line"))
                 if len(out) > max(2, max_items):
                     del out[max(2, max_items):]
-        if self.config.speculative_prefill and out and out[0].kind != "line" and self._hidden is not None:
+        if self.speculate and out and out[0].kind != "line" and self._hidden is not None:
             self._spec_word = out[0].text
         return out
 

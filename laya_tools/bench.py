@@ -208,7 +208,7 @@ def main(a) -> int:
     if pauses and names:
         # the first backend again, never speculating: the speculative prefill's effect, side by side
         p = Predictor.load(a.model, backend=names[0])
-        p.config.speculative_prefill = False
+        p.speculate = False
         p.observe_document("bench", text)
         p.warmup()
         name = f"{names[0]} without speculative prefill"

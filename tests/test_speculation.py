@@ -16,7 +16,7 @@ AFTER = SOURCE.index("        self.width = width") + len("        self.")  # the
 @pytest.fixture(scope="module")
 def pair():
     spec, plain = Predictor.load(), Predictor.load()
-    plain.config.speculative_prefill = False
+    plain.speculate = False
     for p in (spec, plain):
         p.fast_path = False  # the whole window at once: no pending window to finish first
     return spec, plain
