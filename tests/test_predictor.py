@@ -55,7 +55,11 @@ def test_typing_inside_a_word_needs_no_forward_pass(pred):
 
 def test_deletion_rolls_back_to_the_same_state_as_fresh(pred):
     pred.reset()
-    cut = SOURCE.index("class TextWrapper") + 300  # the window still reaches the file start
+    # the last place where the window, typed 40 characters further, still reaches the file start
+    # (past it, typing forward slides the window, and the slid start is kept on the way back)
+    cut = 200
+    while len(pred.tok.encode(SOURCE[: cut + 90]).ids) < pred.config.max_context_tokens - 8:
+        cut += 50
     for i in range(cut - 80, cut + 40):  # type forward ...
         pred.predict(SOURCE[:i])
     for i in range(cut + 40, cut - 30, -1):  # ... then delete back
@@ -118,7 +122,7 @@ def test_window_is_bounded_and_slides_rarely(pred):
         prev_start = ctx[:8]
     # the window restarts about once per (max - min) new tokens, not once per line
     assert 0 < restarts <= total / (pred.config.max_context_tokens - pred.config.min_context_tokens) + 2
-    assert restarts < len(ends) / 10
+    assert restarts < len(ends) / 5  # textwrap's docstrings: ~15 tokens a line, a slide per ~9 lines
 
 
 def test_line_continuation_is_rolled_back(pred, monkeypatch):
