@@ -74,6 +74,19 @@ class KVSync:
         self.speculated = len(tokens)
         self.stats["speculated_tokens"] += len(tokens)
 
+    def _settle_speculation(self, ctx: list[int]) -> None:
+        """Before a sync: keep the speculated tokens only where a cache without them would take
+        the same path, extending the synced context by ``ctx``'s new tokens with no context shift
+        and no short window (the kept ones then simply need no prefill); else trim them first,
+        so every answer is the one a never-speculating engine gives."""
+        base = len(self.cached) - self.speculated
+        keep = (len(ctx) >= base and ctx[:base] == self.cached[:base]
+                and not (self.context_shift and base < len(ctx) // 2 and base > 64)
+                and not (self.fast_path and len(ctx) - base > FAST_MIN_NEW))
+        if not keep:
+            self.unspeculate()
+        self.speculated = 0  # from here on ``cached`` is the context (the kept tokens belong to it)
+
     def unspeculate(self) -> None:
         """Trim a speculation off the cache (before a continuation extends the synced context)."""
         if self.speculated:
@@ -97,7 +110,8 @@ class KVSync:
         """Make the KV cache hold ``ctx`` (or, right after a jump, its last tokens: the short
         window, see ``engine.window_cache``); return the hidden state after its last token, or
         None right after a jump when ``prior_after_jump`` (nothing prefilled yet)."""
-        self.speculated = 0  # from here on ``cached`` is the context (what matches of a speculation too)
+        if self.speculated:
+            self._settle_speculation(ctx)
         pend = self.pending
         if pend is not None:
             if pend.done:  # the full window is ready: it replaces the short one

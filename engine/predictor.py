@@ -61,6 +61,10 @@ def kv_capacity(cfg: EngineConfig) -> int:
     return cfg.max_context_tokens + MAX_WORD_TOKENS + cfg.line_max_tokens + 1
 
 
+_NOT_BEGUN = object()
+"""``Predictor._pool_doc`` when the current pool has not begun a context (never equal to a document
+or to None, the document of a decision without ``doc_id``)."""
+
 FULL_HEAD_MAX_VOCAB = 8192
 """Up to this vocabulary size the whole LM head is computed once per context (see ``predict``)."""
 
@@ -110,7 +114,8 @@ class Predictor:
         self.pool = self._pool_for(BY_NAME["python"] if "python" in self.lexicons else UNKNOWN)
         self._first_cache: dict[str, int] = {}
         self._line_cache: dict[str, str] = {}
-        self._pool_doc: DocLexicon | None = None
+        # the document the pool was begun with; _NOT_BEGUN: the pool must begin at the next decision
+        self._pool_doc: DocLexicon | None | object = _NOT_BEGUN
         self._ctx_text: str | None = None
         self._spec_word: str | None = None  # the identifier :meth:`idle_step` would prefill
         # speculative prefill in pauses (``LAYA_SPECULATE=0``: off, for side-by-side benchmarks)
@@ -235,7 +240,7 @@ class Predictor:
         self._ctx_text = None
         self._hidden = None
         self._synced = False
-        self._pool_doc = None
+        self._pool_doc = _NOT_BEGUN
         self._spec_word = None
         self._line_cache.clear()
         self._first_cache.clear()
@@ -330,7 +335,7 @@ class Predictor:
         self._workspace = dict(merged)
         self._pools.clear()
         self.pool = self._pool_for(self.language)
-        self._pool_doc = None
+        self._pool_doc = _NOT_BEGUN
 
     def build_document(self, text: str, language: str | Language | None = None, pause=None) -> DocLexicon:
         """Count a document's identifiers and n-grams, with the arrays the pool needs.
@@ -410,7 +415,7 @@ class Predictor:
         if lang is not self.language:
             self.language = lang
             self.pool = self._pool_for(lang)
-            self._pool_doc = None
+            self._pool_doc = _NOT_BEGUN  # a document-less decision must still begin the new pool
         cfg = self.config.for_language(lang.name)
         if ctx_text == self._ctx_text and self._ctx is not None:
             ctx = self._ctx  # same word start as the last call: same window

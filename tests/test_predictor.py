@@ -245,3 +245,10 @@ def test_no_identifier_inside_a_number_literal(pred):
     assert p.predict("import os\nx = 0xab") == []
     assert p.predict("import os\nx = 12") == []
     assert p.predict("import os\nos.pa")  # an identifier still completes
+
+
+def test_the_same_text_in_another_language_begins_that_languages_pool():
+    p = Predictor.load()
+    text = "import os\n\ndef main(argv):\n    return os.pa"
+    assert p.predict(text)
+    assert [c.text for c in p.predict(text, language="go")]  # raised AttributeError: no pool begun

@@ -148,3 +148,49 @@ def test_random_edits_with_pauses_answer_as_without_speculation(pair):
     finally:
         for p in pair:
             p.fast_path = False
+
+
+def _fresh_pair():
+    spec, plain = Predictor.load(), Predictor.load()
+    plain.speculate = False
+    return spec, plain
+
+
+def test_a_window_slide_trims_the_speculation_first():
+    """Typing forward across window slides (context shifts) with a pause after every key: the
+    hidden states and answers are those of a never-speculating predictor (a shift used to keep
+    the speculated tail, computed against the dropped tokens)."""
+    spec, plain = pair = _fresh_pair()
+    for p in pair:
+        p.fast_path = False
+    for pos in range(3000, 3700):
+        (got, _), (want, _) = _both(pair, SOURCE[:pos])
+        assert got == want, pos
+        assert float(abs(spec._hidden - plain._hidden).max()) < 1e-4, pos
+        _idle(spec)
+        _idle(plain)
+    assert spec.stats["shifts"] > 0 and spec.stats["shifts"] == plain.stats["shifts"]
+    assert spec.stats["speculated_tokens"] > 0
+
+
+def test_kept_guesses_count_as_new_tokens_for_the_short_window_and_the_window_store():
+    """A paste right after a speculated word takes the short window exactly when it would
+    without the speculation, and a window is stored on a jump exactly when it would (found by a
+    reviewer: kept guesses had counted as context already there)."""
+    spec, plain = pair = _fresh_pair()
+    for p in pair:  # type a word's first letter, pause, type on, then paste ~150 characters
+        p.predict(SOURCE[:319])
+        _idle(p)
+        p.predict(SOURCE[:320])
+        _idle(p)
+    (got, _), (want, _) = _both(pair, SOURCE[:474])
+    assert got == want
+    assert spec.stats["short_windows"] == plain.stats["short_windows"]
+    for p in pair:
+        p.reset()
+    for pos in (122, 5000, 230):  # near the file start (~63 tokens), far away, and back
+        (got, _), (want, _) = _both(pair, SOURCE[:pos])
+        assert got == want, pos
+        assert len(spec.windows) == len(plain.windows) and spec.cached == plain.cached
+        _idle(spec)
+        _idle(plain)
