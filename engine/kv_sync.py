@@ -35,7 +35,8 @@ class KVSync:
         self.backend = backend
         self.context_shift = context_shift
         self.stats = stats if stats is not None else {}
-        for k in ("forward_tokens", "shifts", "short_windows", "stored_windows", "background_tokens"):
+        for k in ("forward_tokens", "shifts", "short_windows", "stored_windows", "background_tokens",
+                  "speculated_tokens"):
             self.stats.setdefault(k, 0)
         self.cached: list[int] = []  # tokens in the KV cache; invariant: len == backend.offset
         self.windows = WindowStore()  # KV caches of windows left by a jump (engine.window_cache)
@@ -46,8 +47,6 @@ class KVSync:
         self.prior_after_jump = prior_after_jump
         self.speculated = 0
         """Tokens at the end of ``cached`` that :meth:`speculate` added past the synced context."""
-        for k in ("speculated_tokens",):
-            self.stats.setdefault(k, 0)
 
     def reset(self) -> None:
         """Empty the KV cache, the stored windows and any pending full window."""
@@ -79,10 +78,10 @@ class KVSync:
         the same path, extending the synced context by ``ctx``'s new tokens with no context shift
         and no short window (the kept ones then simply need no prefill); else trim them first,
         so every answer is the one a never-speculating engine gives."""
-        base = len(self.cached) - self.speculated
+        base = len(self.cached) - self.speculated  # without them the cache holds base tokens,
+        # all of them a prefix of ctx when ctx goes on from the synced context
         keep = (len(ctx) >= base and ctx[:base] == self.cached[:base]
-                and not (self.context_shift and base < len(ctx) // 2 and base > 64)
-                and not (self.fast_path and len(ctx) - base > FAST_MIN_NEW))
+                and not self._shifts(base, len(ctx), base) and not self._short(self.fast_path, len(ctx) - base))
         if not keep:
             self.unspeculate()
         self.speculated = 0  # from here on ``cached`` is the context (the kept tokens belong to it)
@@ -147,14 +146,14 @@ class KVSync:
         else:
             while lcp < n and cached[lcp] == ctx[lcp]:
                 lcp += 1
-        if self.context_shift and lcp < len(ctx) // 2 and len(cached) > 64:
+        if self._shifts(lcp, len(ctx), len(cached)):
             d = _find_shift(cached, ctx)
             if d:
                 self.backend.shift(d)
                 del cached[:d]
                 self.stats["shifts"] += 1
                 return self._sync_tokens(ctx, fast)
-        if fast and len(ctx) - lcp > FAST_MIN_NEW:
+        if self._short(fast, len(ctx) - lcp):
             # a stored window that leaves at most FAST_MIN_NEW tokens to prefill, else the short one
             hit = self.windows.take(ctx, at_least=max(lcp + 1, len(ctx) - FAST_MIN_NEW))
             if len(cached) >= 64:  # keep the window being left, to come back to
@@ -183,6 +182,15 @@ class KVSync:
         cached.extend(new)
         self.stats["forward_tokens"] += len(new)
         return h
+
+    def _shifts(self, lcp: int, n_ctx: int, n_cached: int) -> bool:
+        """Whether a sync looks for a context shift: little of the context is cached as it is."""
+        return self.context_shift and lcp < n_ctx // 2 and n_cached > 64
+
+    @staticmethod
+    def _short(fast: bool, n_new: int) -> bool:
+        """Whether a sync of ``n_new`` uncached tokens answers from a short window (or a stored one)."""
+        return fast and n_new > FAST_MIN_NEW
 
     def advance(self, max_tokens: int = CHUNK_TOKENS) -> bool:
         """Prefill up to ``max_tokens`` more of the full window behind a short one (see

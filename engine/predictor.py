@@ -165,7 +165,7 @@ class Predictor:
         if self.kv.pending is not None and not self.kv.pending.done:
             return self.advance()
         word, self._spec_word = self._spec_word, None
-        if word is not None and self._synced and self._hidden is not None and self._ctx is not None:
+        if word is not None:  # set only by a decision with the network's context (``predict``)
             ids = self.tok.encode(word).ids
             if len(ids) <= MAX_WORD_TOKENS:
                 self.kv.speculate(ids)
