@@ -185,7 +185,9 @@ def cursor_context(doc: TextDocument, position: types.Position, *,
         max_suffix: most characters of suffix to keep.
 
     Returns:
-        The :class:`CursorContext`, or ``None`` when ``position`` is past the end of the document.
+        The :class:`CursorContext`, or ``None`` when ``position`` is past the end of the document
+        or the identifier being typed fills all ``max_prefix`` characters (its start is not in
+        the prefix, so no edit could replace it whole).
     """
     lines = doc.lines  # once: pygls's own documents split the whole text on every access
     cursor = clamp_position(doc, position, lines)
@@ -194,6 +196,8 @@ def cursor_context(doc: TextDocument, position: types.Position, *,
     before, after = text_around(lines, cursor.line, cursor.character, max_prefix, max_suffix)
     prefix, suffix = normalize_newlines(before), normalize_newlines(after)
     word = word_prefix(prefix)
+    if len(word) >= max_prefix:  # it may begin before the cut (a 70,000-character blob)
+        return None
     # An identifier never spans a line break, so the word lies on the cursor's line.
     start = ServerTextPosition(cursor.line, cursor.character - len(word))
     ahead = _WORD_AHEAD.match(suffix).group()

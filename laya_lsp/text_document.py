@@ -75,24 +75,27 @@ class LspTextDocument(TextDocument):
             self._splice(sl, el + 1, lines[sl][:sc] + change.text + lines[el][ec:])
 
     def _from_client_units(self, lines: list[str], position: types.Position) -> tuple[int, int]:
-        """pygls's ``position_from_client_units``, clamping included, in O(1) on an ASCII line and
-        in C on others (``laya_lsp.units``; pygls walks the line character by character in Python:
-        ~0.3 s a keystroke on a 1 MB minified line, 0.4-1.2 s on a non-ASCII one)."""
+        """An edit's position as ``(line, code point)``, in O(1) on an ASCII line and in C on
+        others (``laya_lsp.units``; pygls walks the line character by character in Python: ~0.3 s
+        a keystroke on a 1 MB minified line, 0.4-1.2 s on a non-ASCII one).
+
+        A character past the line's length is its length, as LSP 3.17 says ("defaults back to
+        the line length"; the line break is not part of it). pygls's codec counts the break in
+        and then takes one off: one past the end of a line landed after its break (the text went
+        onto the next line, or between a ``\r`` and its ``\n``) and further past the end of the
+        last line landed before its last character. A line past the last is the end of the text.
+        """
         line, character = position.line, position.character
-        if line < len(lines) and lines[line].isascii():  # one code unit a character, any encoding
-            n = len(lines[line]) - lines[line].endswith("\r\n")  # pygls counts "\r\n" as one
-            if n == 0:
-                return line, 0
-            return line, (character if character <= n else n - 1)
-        if line >= len(lines):  # pygls's clamp to the last line
+        if line >= len(lines):  # no such line: the end of the text (pygls's clamp)
             pos = self._position_codec.position_from_client_units(lines, position)
             return pos.line, pos.character
-        text = lines[line].replace("\r\n", "\n")  # as pygls counts it
+        text = lines[line]
+        n = len(text) - (2 if text.endswith("\r\n") else 1 if text.endswith(("\n", "\r")) else 0)
+        if text.isascii():  # one code unit a character, any encoding
+            return line, min(character, n)
+        content = text[:n]
         encoding = self._position_codec.encoding
-        width = units.num_units(text, encoding)
-        if width == 0:
-            return line, 0
-        return line, units.to_code_points(text, character if character <= width else width - 1, encoding)
+        return line, units.to_code_points(content, min(character, units.num_units(content, encoding)), encoding)
 
     def _splice(self, a: int, b: int, chunk: str) -> None:
         """Replace ``lines[a:b]`` by the lines of ``chunk``."""

@@ -97,6 +97,15 @@ def test_position_past_end_of_document_gives_none(position):
     assert cursor_context(doc_of("import os\nos.pa"), position) is None
 
 
+def test_an_identifier_longer_than_the_prefix_gets_no_context():
+    """Its start is cut off the prefix, so an item (the whole word, from the document's words)
+    would replace only the cut part and repeat the rest before it."""
+    line = "x = " + "a" * 200
+    assert cursor_context(doc_of(line), pos(0, len(line)), max_prefix=100) is None
+    ctx = cursor_context(doc_of(line + " + aaa"), pos(0, len(line) + 6), max_prefix=100)
+    assert ctx.word == "aaa" and ctx.insert_range == types.Range(start=pos(0, 207), end=pos(0, 210))
+
+
 def test_cursor_inside_identifier_replace_range_covers_its_rest():
     ctx = cursor_context(doc_of("print(textwrap)"), pos(0, 9))
     assert ctx.word == "tex"

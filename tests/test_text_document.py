@@ -1,7 +1,8 @@
 """``LspTextDocument`` keeps its lines across edits: after any edit, its lines and text equal what
 pygls's rebuild of the whole text followed by a full LSP split gives (the document before the line
-index), for random edits at random, also invalid, positions in every position encoding; and the
-text around a cursor read from the lines equals slicing the whole text."""
+index), for random edits at random, also invalid, positions in every position encoding (positions
+past a line's end clamped to its length first, as LSP says and pygls does not); and the text
+around a cursor read from the lines equals slicing the whole text."""
 
 from __future__ import annotations
 
@@ -36,6 +37,20 @@ def _position(rng: random.Random, lines: list[str]) -> types.Position:
     return types.Position(line=line, character=rng.randint(0, width + 3))
 
 
+def _units(s: str, encoding: str) -> int:
+    return len(s.encode({"utf-8": "utf-8", "utf-16": "utf-16-le", "utf-32": "utf-32-le"}[encoding],
+                        "surrogatepass")) // {"utf-8": 1, "utf-16": 2, "utf-32": 4}[encoding]
+
+
+def _clamped(lines: list[str], p: types.Position, encoding: str) -> types.Position:
+    """LSP 3.17: "If the character value is greater than the line length it defaults back to the
+    line length" (the line break is not part of the line)."""
+    if p.line >= len(lines):
+        return types.Position(line=p.line, character=p.character)
+    width = _units(lines[p.line].rstrip("\r\n"), encoding)
+    return types.Position(line=p.line, character=min(p.character, width))
+
+
 @pytest.mark.parametrize("encoding", ["utf-8", "utf-16", "utf-32"])
 def test_edits_keep_the_lines_pygls_would_split(encoding):
     rng = random.Random(encoding)
@@ -51,8 +66,8 @@ def test_edits_keep_the_lines_pygls_would_split(encoding):
             change = types.TextDocumentContentChangePartial(
                 range=types.Range(start=a, end=b), text=_text(rng, 6))
             ref.apply_change(types.TextDocumentContentChangePartial(
-                range=types.Range(start=types.Position(line=a.line, character=a.character),
-                                  end=types.Position(line=b.line, character=b.character)), text=change.text))
+                range=types.Range(start=_clamped(ref.lines, a, encoding), end=_clamped(ref.lines, b, encoding)),
+                text=change.text))
             ours.apply_change(change)
             assert ours.lines == lsp_lines(ref.source), (text, change)
             assert ours.source == ref.source and ours.chars == len(ref.source)
@@ -60,6 +75,30 @@ def test_edits_keep_the_lines_pygls_would_split(encoding):
         ours.apply_change(types.TextDocumentContentChangeWholeDocument(text="x\r\ny"))
         assert ours.lines == ["x\r\n", "y"] and ours.source == "x\r\ny"
     assert edits == 3600
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16", "utf-32"])
+@pytest.mark.parametrize("text", ["import os\nos.pa", "import os\r\nos.pa", "import os\ros.pa",
+                                  "import é😀\nos.pa", "import é😀\r\nos.pa"])
+def test_a_position_past_the_end_of_a_line_is_its_end(text, encoding):
+    """One past the end went after the line break (onto the next line, or between "\r" and
+    "\n"); past the end of the last line, before its last character (pygls's clamp)."""
+    head, brk, tail = text.partition("\n") if "\r" not in text else text.partition("\r\n" if "\r\n" in text else "\r")
+    width = _units(head, encoding)
+    for past in range(0, 4):
+        doc = LspTextDocument("file:///a.py", text, position_codec=PositionCodec(encoding))
+        at = types.Position(line=0, character=width + past)
+        doc.apply_change(types.TextDocumentContentChangePartial(range=types.Range(start=at, end=at), text="  # x"))
+        assert doc.source == head + "  # x" + brk + tail, past
+        assert len(doc.lines) == 2
+        doc = LspTextDocument("file:///a.py", text, position_codec=PositionCodec(encoding))
+        at = types.Position(line=1, character=len(tail) + past)
+        doc.apply_change(types.TextDocumentContentChangePartial(range=types.Range(start=at, end=at), text="th"))
+        assert doc.source == text + "th", past
+        doc = LspTextDocument("file:///a.py", text, position_codec=PositionCodec(encoding))
+        a, b = types.Position(line=0, character=0), types.Position(line=0, character=width + past)
+        doc.apply_change(types.TextDocumentContentChangePartial(range=types.Range(start=a, end=b), text=""))
+        assert doc.source == brk + tail, past  # the line's text goes, its break stays
 
 
 def test_lines_are_kept_not_resplit():
