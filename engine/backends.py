@@ -211,15 +211,67 @@ class MLXBackend:
         self.hid[:n] = self.hid[d : d + n].copy()
 
 
-def make_backend(folder: Path, kind: str, capacity: int) -> Backend:
+class NumbaUpgrade:
+    """The numba backend of a model that is served by the NumPy backend until this machine's
+    ahead-of-time kernels are built (``engine.kernels.prepare`` said ``"building"``): a server
+    that is ready at once, instead of compiling the JIT kernels for ~10 s of CPU at its first
+    start after an install (and holding ~100 MB of LLVM for good). ``Predictor.idle_step`` polls
+    :meth:`state` and installs :meth:`build` (``Predictor.use_backend``)."""
+
+    def __init__(self, args: ModelArgs, config: dict, weights: dict, codes: dict, capacity: int, folder: Path):
+        """Keeps the dequantized ``weights`` (shared with the NumPy backend) and the 6-bit
+        ``codes`` (``dequantized_numpy_weights``) of the model, so the switch reads no file."""
+        from . import kernels
+
+        self._args, self._config, self._weights, self._codes = args, config, weights, codes
+        self._capacity = capacity
+        self._build_folder = kernels.aot_folder()
+        self.folder = folder
+
+    def state(self) -> str:
+        """``"built"``, ``"building"`` or ``"failed"`` (then the NumPy backend stays)."""
+        from . import kernels
+
+        if self._build_folder is None:
+            return "failed"
+        return kernels.build_state(self._build_folder)
+
+    def build(self) -> Backend:
+        """The numba backend over the same weights (~15 ms); call once :meth:`state` is ``"built"``."""
+        from .backend_numba import NumbaBackend
+
+        return NumbaBackend(self._args, self._weights, self._codes, self._capacity, self._config)
+
+
+def make_backend(folder: Path, kind: str, capacity: int, defer_jit: bool = False) -> Backend:
     """Build ``kind`` (``numpy``, ``numba``, ``mlx`` or ``auto``) over ``folder``.
+
+    Args:
+        defer_jit: when ``auto`` chooses numba but its kernels are still being compiled ahead of
+            time for this machine (the first start after an install), return the NumPy backend
+            with a :class:`NumbaUpgrade` as its ``upgrade`` attribute instead of compiling the
+            JIT kernels in this process (a caller with idle time to switch: the language server).
 
     Raises:
         ModelLoadError: the folder is missing, corrupt or mismatched (message names the file).
         ValueError: unknown backend name.
     """
     if kind == "auto":
+        forced = bool(os.environ.get("LAYA_BACKEND"))
         kind = default_backend()
+        if defer_jit and kind == "numba" and not forced:
+            from . import kernels
+
+            if kernels.prepare() == "building":
+                from .backend_numpy import NumpyBackend
+
+                codes: dict = {}
+                args, config, weights = dequantized_numpy_weights(folder, codes)
+                b = NumpyBackend(args, weights, capacity, config)
+                b.upgrade = NumbaUpgrade(args, config, weights, codes, capacity, folder)
+                log.info("numba kernels are being built for this machine: the NumPy backend "
+                         "serves until they are ready")
+                return b
     if kind == "numpy":
         from .backend_numpy import NumpyBackend
 

@@ -123,6 +123,22 @@ class Predictor:
         vocab = tokenizer.get_vocab()
         self._id_to_text = {i: t for t, i in vocab.items()}
         self.window.alternates = self.kv.windows.windows  # coming back keeps a stored window's start
+        self._upgrade = getattr(backend, "upgrade", None)
+        """``engine.backends.NumbaUpgrade`` while the NumPy backend stands in (see ``idle_step``)."""
+
+    def use_backend(self, backend) -> None:
+        """Decode with ``backend`` (the same model on another backend) from now on. The KV cache
+        starts empty: the next decision prefills its window as after a jump (a short window
+        first). Engine thread only; ~1-2 ms here to page the new backend in."""
+        self.kv.reset()
+        backend.forward([self.eos])  # first-call costs (the kernels' pages, the KV arrays) now
+        backend.reset()
+        self.kv.backend = self.backend = backend
+        self._hidden = None
+        self._synced = False
+        self._first_known[:] = False
+        self._line_cache.clear()
+        self._spec_word = None
 
     # the KV-cache state lives in ``self.kv`` (engine.kv_sync); these read it
     @property
@@ -161,7 +177,17 @@ class Predictor:
         ``speculative_prefill`` is on, the best identifier of the last decision is prefilled
         after its context (``KVSync.speculate``), so that when the user ends that word the next
         decision prefills only what follows it (the separator: one token instead of two or three).
-        A wrong guess costs nothing at the next decision but a trim."""
+        A wrong guess costs nothing at the next decision but a trim.
+
+        Before all that, a predictor that started on the NumPy backend while the numba kernels
+        were compiled (``engine.backends.NumbaUpgrade``) switches to them once they are built."""
+        state = self._upgrade.state() if self._upgrade is not None else None
+        if state is not None and state != "building":
+            up, self._upgrade = self._upgrade, None
+            if state == "built":
+                self.use_backend(up.build())
+                log.info("numba kernels built: switched to the numba backend")
+            return True
         if self.kv.pending is not None and not self.kv.pending.done:
             return self.advance()
         word, self._spec_word = self._spec_word, None
@@ -174,13 +200,16 @@ class Predictor:
     # ----------------------------------------------------------------- loading
     @classmethod
     def load(cls, model_dir: str | Path | None = None, variant: str = "code",
-             backend: str | None = None) -> "Predictor":
+             backend: str | None = None, defer_jit: bool = False) -> "Predictor":
         """Load a model folder (default: the variant's shipped model).
 
         Args:
             model_dir: mlx-lm-format folder; None for the variant's model.
             variant: ``configs/<variant>.toml``.
-            backend: ``numpy``, ``mlx`` or ``auto``; None for the variant's setting.
+            backend: ``numpy``, ``numba``, ``mlx`` or ``auto``; None for the variant's setting.
+            defer_jit: ``auto`` on a machine whose numba kernels are not built yet starts on the
+                NumPy backend, and :meth:`idle_step` switches once they are
+                (``engine.backends.make_backend``); for a caller that runs ``idle_step``.
 
         Raises:
             ModelLoadError: missing, corrupt or mismatched model files (the message names the file).
@@ -197,7 +226,7 @@ class Predictor:
         t0 = time.perf_counter()
         capacity = kv_capacity(cfg)
         try:
-            b = make_backend(folder, cfg.backend, capacity)
+            b = make_backend(folder, cfg.backend, capacity, defer_jit=defer_jit)
         except KeyError as e:
             raise ModelLoadError(f"{folder / 'model.safetensors'} lacks weight {e} required by config.json") from e
         try:

@@ -10,8 +10,13 @@ client), printed, never asserted:
   cursor) in a 20 KB file against one in a 5 MB file, two servers side by side, interleaved
   keystroke by keystroke so background load hits both alike (seed method: 100 warm-up, 1000 timed).
 
-Run: ``.venv/bin/python -m laya_tools.bench_docs memory --languages 1`` (or ``6``), and
-``.venv/bin/python -m laya_tools.bench_docs docsize``.
+* :func:`bench_first_start`: a server's first start on a machine (no kernel caches, no lexicon
+  cache): seconds to the first completion items, resident memory then and after typing on, and
+  when the ahead-of-time kernels came in; servers from other checkouts alternated with it.
+
+Run: ``.venv/bin/python -m laya_tools.bench_docs memory --languages 1`` (or ``6``),
+``.venv/bin/python -m laya_tools.bench_docs docsize`` and
+``.venv/bin/python -m laya_tools.bench_docs firststart [--trees /other/checkout]``.
 """
 
 from __future__ import annotations
@@ -178,9 +183,66 @@ def bench_doc_size(warmup: int = 100, runs: int = 1000, small_chars: int = 20_00
             c.shutdown()
 
 
+def _first_start(tree: Path, text: str, keys: int, pause_s: float) -> dict:
+    """One first start of ``python -m laya_lsp`` from ``tree``, with empty caches."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    import numpy as np
+
+    from .pipe_client import PipeClient
+
+    for f in (tree / "engine" / "__pycache__").glob("kernels_numba*.nb*"):
+        f.unlink()  # numba's own JIT cache: as after an install
+    cache = tempfile.mkdtemp(prefix="laya-first-start-")
+    c = PipeClient(env={"LAYA_CACHE_DIR": cache, "PYTHONPATH": str(tree)}, cwd=str(tree))
+    try:
+        start = len(text) - keys
+        c.open("file:///bench/first.py", text[:start])
+        while not c.complete()[0]:
+            time.sleep(0.01)
+        ready = time.perf_counter() - c.t_spawn
+        rss0, aot_at, lat = c.rss_mb(), None, []
+        for i in range(start, len(text)):
+            c.type_to(text[: i + 1])
+            lat.append(c.complete()[1])
+            if aot_at is None and "laya_kernels_aot" in Path(f"/proc/{c.proc.pid}/maps").read_text():
+                aot_at = time.perf_counter() - c.t_spawn
+            time.sleep(pause_s)
+        llvm = "llvmlite" in Path(f"/proc/{c.proc.pid}/maps").read_text()
+        return {"initialize_ms": c.t_initialized * 1e3, "ready_s": ready, "rss_ready": rss0, "rss_end": c.rss_mb(),
+                "aot_at_s": aot_at, "llvm": llvm, "median_ms": float(np.median(lat)) * 1e3}
+    finally:
+        c.shutdown()
+        while subprocess.run(["pgrep", "-f", f"engine.kernels build {cache}"], capture_output=True).returncode == 0:
+            time.sleep(0.5)  # the background build of this start: not into the next one's time
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def bench_first_start(trees: list[Path], rounds: int = 2, keys: int = 600, pause_s: float = 0.05) -> list:
+    """First starts of servers from ``trees`` (checkouts of this project), alternated ``rounds``
+    times: seconds from process start to the first completion items, resident memory (MB) then
+    and after ``keys`` keystrokes ``pause_s`` apart, when the ahead-of-time kernels were loaded
+    and whether LLVM (numba's JIT) was ever mapped. Linux only (``/proc``)."""
+    text = sample_text("python", 20_000)[: 2000 + keys]
+    out = []
+    for r in range(rounds):
+        for tree in (trees if r % 2 == 0 else trees[::-1]):
+            m = _first_start(tree, text, keys, pause_s)
+            out.append((str(tree), m))
+            aot = f"{m['aot_at_s']:.1f} s" if m["aot_at_s"] is not None else "never"
+            print(f"[first start] {tree}: initialize {m['initialize_ms']:.0f} ms, first items {m['ready_s']:.2f} s, "
+                  f"RSS {m['rss_ready']:.0f} MB then, {m['rss_end']:.0f} MB after {keys} keys; AOT kernels at {aot}, "
+                  f"LLVM mapped: {m['llvm']}; round trip median {m['median_ms']:.2f} ms", flush=True)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m laya_tools.bench_docs")
-    ap.add_argument("what", choices=["memory", "docsize"])
+    ap.add_argument("what", choices=["memory", "docsize", "firststart"])
+    ap.add_argument("--trees", nargs="*", default=[],
+                    help="firststart: other checkouts to alternate with this one")
     ap.add_argument("--languages", type=int, default=1, help="memory: languages open (1-6)")
     ap.add_argument("--edits", type=int, default=10_000)
     ap.add_argument("--runs", type=int, default=1000)
@@ -188,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if a.what == "memory":
         bench_memory(a.languages, a.edits, backend=a.backend)
+    elif a.what == "firststart":
+        bench_first_start([Path(__file__).resolve().parent.parent, *map(Path, a.trees)])
     else:
         bench_doc_size(runs=a.runs, backend=a.backend)
     return 0

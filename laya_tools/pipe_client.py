@@ -64,19 +64,22 @@ class PipeClient:
         model: ``modelPath`` option (None: the shipped model).
         init_options: other ``initializationOptions``.
         env: extra environment for the server process.
+        cwd: the server's working directory (``python -m`` imports ``laya_lsp`` from there
+            first: another checkout's tree, for side-by-side comparisons).
 
     Raises:
         RuntimeError: the server exited or closed its output before answering.
     """
 
-    def __init__(self, model: str | None = None, init_options: dict | None = None, env: dict | None = None):
+    def __init__(self, model: str | None = None, init_options: dict | None = None, env: dict | None = None,
+                 cwd: str | None = None):
         opts = dict(init_options or {})
         if model:
             opts["modelPath"] = str(model)
         self.t_spawn = time.perf_counter()
         self.proc = subprocess.Popen([sys.executable, "-m", "laya_lsp"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})})
+                                     env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}, cwd=cwd)
         self._ids = itertools.count(1)
         self.request("initialize", {"processId": os.getpid(), "rootUri": None, "capabilities": {},
                                     "initializationOptions": opts})

@@ -81,3 +81,71 @@ def test_a_failed_build_is_not_retried(tmp_path, monkeypatch):
     folder.parent.mkdir(parents=True)
     folder.with_name(folder.name + ".failed").write_text("CompileError: no linker\n")
     assert kernels.start_build(folder) is False
+
+
+UPGRADE_PROBE = """
+import json, sys, time
+from engine.predictor import Predictor
+p = Predictor.load(defer_jit=True)
+first, numba_first = p.backend.name, "numba" in sys.modules
+text = "import os\\n\\n\\ndef main(argv):\\n    path = os.path.join(argv[0], 'x')\\n    return os.pa"
+before = [c.text for c in p.predict(text, doc_id="d")]
+t0 = time.time()
+while p.backend.name == "numpy" and time.time() - t0 < 240:
+    time.sleep(0.2)
+    p.idle_step()
+while p.idle_step():
+    pass
+p.predict(text, doc_id="d")  # the first decision after the switch prefills the short window
+after = [c.text for c in p.predict(text, doc_id="d")]
+print(json.dumps({"first": first, "numba_first": numba_first, "then": p.backend.name,
+                  "numba_then": "numba" in sys.modules, "before": before[:5], "after": after[:5]}))
+"""
+
+
+def test_a_first_start_serves_on_numpy_then_switches_to_the_built_kernels(tmp_path):
+    """The language server's first start on a machine (``defer_jit``) does not compile the JIT
+    kernels in its process: the NumPy backend serves at once, the ahead-of-time build runs in the
+    background, and an idle step switches to it; the answers stay the same."""
+    env = dict(os.environ, LAYA_CACHE_DIR=str(tmp_path), LAYA_AOT="1")
+    env.pop("LAYA_BACKEND", None)
+    out = json.loads(subprocess.run([sys.executable, "-c", UPGRADE_PROBE], env=env, capture_output=True,
+                                    text=True, check=True, timeout=300).stdout)
+    assert out["first"] == "numpy" and not out["numba_first"]
+    assert out["then"] == "numba" and not out["numba_then"]  # the ahead-of-time build, no LLVM
+    assert out["before"][0] == "path" and out["after"] == out["before"]
+
+
+def test_without_a_build_to_wait_for_the_jit_serves_at_once(tmp_path, monkeypatch):
+    """Ahead-of-time builds off (or failed before): ``defer_jit`` changes nothing."""
+    from engine.predictor import Predictor
+
+    monkeypatch.setenv("LAYA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(kernels, "_loaded", None)
+    monkeypatch.delenv("LAYA_BACKEND", raising=False)
+    monkeypatch.setenv("LAYA_AOT", "0")
+    assert kernels.prepare() == "jit"
+    assert Predictor.load(defer_jit=True).backend.name == "numba"
+    monkeypatch.setenv("LAYA_AOT", "1")
+    monkeypatch.setattr(kernels, "_loaded", None)
+    folder = kernels.aot_folder()
+    folder.parent.mkdir(parents=True)
+    folder.with_name(folder.name + ".failed").write_text("CompileError: no linker\n")
+    assert kernels.prepare() == "jit"
+
+
+def test_a_build_that_dies_leaves_the_numpy_backend_serving(tmp_path, monkeypatch):
+    from engine.predictor import Predictor
+
+    monkeypatch.setenv("LAYA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(kernels, "_loaded", None)
+    monkeypatch.delenv("LAYA_BACKEND", raising=False)
+    monkeypatch.setenv("LAYA_AOT", "1")
+    started = []
+    # a build "started" whose process then dies: its lock is gone, no module, no failure note
+    monkeypatch.setattr(kernels, "start_build", lambda folder: started.append(folder) or True)
+    p = Predictor.load(defer_jit=True)
+    assert started and p.backend.name == "numpy" and kernels.build_state(started[0]) == "failed"
+    p.idle_step()
+    assert p.backend.name == "numpy" and p._upgrade is None
+    assert [c.text for c in p.predict("import os\nos.pa", doc_id="d")][0] == "path"
