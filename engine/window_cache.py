@@ -16,6 +16,7 @@ block) needs a whole new window: ~500 tokens of prefill, tens of ms. Two things 
 
 from __future__ import annotations
 
+import os
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,8 +30,13 @@ in process on held-out Python and Go files (616 jumps to random identifiers, the
 there): 16 tokens 3.65 ms at the median, 32 tokens 4.79 ms, and top-1 89.3% vs 89.6% (the whole
 window: 89.9%); the document's n-grams carry that keystroke. 48 and 64 were slower still."""
 
-FAST_MIN_NEW = 64
-"""A decision that would prefill more new tokens than this takes the short window instead."""
+FAST_MIN_NEW = int(os.environ.get("LAYA_FAST_MIN_NEW", "64"))
+"""A decision that would prefill more new tokens than this takes the short window instead
+(``LAYA_FAST_MIN_NEW``: for side-by-side comparisons). 24 instead (what the compiled kernels
+take at once) made the first keystroke after a paste 4.50 / 6.90 / 15.13 -> 3.20 / 4.30 / 7.13
+ms (p50 / p90 / p99, two servers side by side, a niced training run going, 2026-12-01) but cost
+0.37 points of keystrokes saved in process on the tune packages (50.17 -> 49.80%; 32: 49.95,
+48: 50.13), where the identifier after a long comment or string gets the short window."""
 
 CHUNK_TOKENS = 8
 """Tokens of the full window prefilled per :meth:`Predictor.advance` call: ~1-1.5 ms here, the
