@@ -288,7 +288,7 @@ def main(a) -> int:
 
         print(f"\n[LSP over stdio] the file grows by pasted chunks of 5-40 lines of {path}, 6 keys typed after "
               f"each; {a.warmup} warm-up, {a.runs} timed keystrokes; servers interleaved request by request")
-        pr = bench_pastes(text, servers, a.warmup, a.runs, model=a.model)
+        pr = bench_pastes(text, servers, a.warmup, a.runs, model=a.model, gap=gap)
         _lsp_rows(pr, "pastes", "after_paste", "first after a paste: ", results, series)
     write_results(results, series, getattr(a, "out", "results"))
     return 0

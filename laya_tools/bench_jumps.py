@@ -8,6 +8,9 @@ needs a new window. Several servers (e.g. before/after a change, each with its o
 ``initializationOptions`` and environment) get the same edits, interleaved request by request,
 so background load hits them alike and their ratio holds on a noisy machine. Each server is
 driven by the lean client of ``laya_tools.pipe_client`` (the round trip an editor sees).
+
+``python -m laya_tools.bench_jumps {jumps,pastes} --gap-ms 100 --env LAYA_PREFETCH=0`` runs the
+default server side by side with one started with that environment (an engine switch off).
 """
 
 from __future__ import annotations
@@ -111,14 +114,15 @@ def bench_jumps(text: str, servers: dict[str, tuple[dict | None, dict | None]], 
 
 
 def bench_pastes(text: str, servers: dict[str, tuple[dict | None, dict | None]], warmup: int = 100,
-                 runs: int = 1000, keys: int = 6, seed: int = 0, model=None) -> dict:
+                 runs: int = 1000, keys: int = 6, seed: int = 0, model=None, gap: float = 0.0) -> dict:
     """Time completion round trips while the file grows by pasted chunks, servers side by side.
 
     The file starts empty; repeatedly, the next 5-40 lines of ``text`` are pasted at its end (one
     ``didChange``, untimed), and the ``keys`` characters that follow are typed one at a time, each
     followed by a timed completion. The first request after a paste needs the new lines in the
     window (the paste-sized prefill the short window avoids). When the text runs out, it starts
-    again from an empty document.
+    again from an empty document. ``gap``: seconds of pause after the paste and after each key
+    (0: back to back), which a server may use (``laya_lsp.prefetch``, the idle steps).
 
     Returns:
         name -> ``{"all": [...], "after_paste": [...], "typing": [...], "empty_answers": n}``.
@@ -139,6 +143,8 @@ def bench_pastes(text: str, servers: dict[str, tuple[dict | None, dict | None]],
             for s in live.values():
                 s.edit(pos, pos, text[pos:end])
             pos = end
+            if gap:
+                time.sleep(gap)
             for k in range(1, keys + 1):
                 if pos >= len(text) or n >= warmup + runs:
                     break
@@ -151,6 +157,45 @@ def bench_pastes(text: str, servers: dict[str, tuple[dict | None, dict | None]],
                         out[s.name]["all"].append(dt)
                         out[s.name]["after_paste" if k == 1 else "typing"].append(dt)
                 n += 1
+                if gap:
+                    time.sleep(gap)
         for s in live.values():
             out[s.name]["empty_answers"] = s.empty
     return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The default server against one with ``--env`` set, side by side (seed method)."""
+    import argparse
+    import inspect
+    import textwrap
+
+    import numpy as np
+
+    ap = argparse.ArgumentParser(prog="python -m laya_tools.bench_jumps")
+    ap.add_argument("workload", choices=["jumps", "pastes"])
+    ap.add_argument("--env", action="append", default=[], metavar="VAR=VALUE",
+                    help="environment of the second server (repeatable)")
+    ap.add_argument("--gap-ms", type=float, default=0.0, help="pause between keystrokes (and after a paste)")
+    ap.add_argument("--warmup", type=int, default=100)
+    ap.add_argument("--runs", type=int, default=1000)
+    a = ap.parse_args(argv)
+    env = dict(kv.split("=", 1) for kv in a.env)
+    servers = {"default": (None, None), " ".join(a.env) or "default again": (None, env)}
+    text = open(inspect.getsourcefile(textwrap), encoding="utf-8").read()
+    run = bench_jumps if a.workload == "jumps" else bench_pastes
+    out = run(text, servers, a.warmup, a.runs, gap=a.gap_ms / 1e3)
+    first = "after_jump" if a.workload == "jumps" else "after_paste"
+    print(f"{a.workload} in textwrap.py, {a.gap_ms:.0f} ms pauses, {a.warmup} warm-up + {a.runs} timed keystrokes, "
+          "servers interleaved request by request (ms: median / p90 / p99)")
+    for name, r in out.items():
+        for key in (first, "typing", "all"):
+            x = np.asarray(r[key]) * 1e3
+            print(f"  {name:28s} {key:12s} {np.median(x):6.2f} / {np.percentile(x, 90):6.2f} / {np.percentile(x, 99):6.2f}"
+                  f"   (n={len(x)})")
+        print(f"  {name:28s} answers without items: {r['empty_answers']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
