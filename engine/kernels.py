@@ -36,6 +36,8 @@ LOCK_STALE_S = 600
 
 _loaded = None
 _source = "jit"
+_builds: dict[str, subprocess.Popen] = {}
+"""Builds this process started, by PID."""
 
 
 def _cpu_id() -> str:
@@ -100,21 +102,54 @@ def load():
     if _loaded is not None:
         return _loaded
     folder = aot_folder() if _aot_enabled() else None
-    if folder is not None and folder.is_dir():
-        try:
-            mod = _import_built(folder)
-            if mod is not None:
-                _loaded, _source = mod, "aot"
-                log.info("numba kernels: ahead-of-time build %s", folder)
-                return mod
-        except (ImportError, OSError) as e:
-            log.warning("numba kernels: cannot load the build in %s (%s); using the JIT", folder, e)
+    if folder is not None and folder.is_dir() and load_built(folder) is not None:
+        return _loaded
     from . import kernels_numba
 
     _loaded, _source = kernels_numba, "jit"
     if folder is not None and not folder.is_dir():
         start_build(folder)
     return kernels_numba
+
+
+def load_built(folder: Path):
+    """The kernels of the ahead-of-time build in ``folder`` (and :func:`load` returns them from
+    now on), or None when it cannot be imported (logged; nothing else changes)."""
+    global _loaded, _source
+    if _loaded is not None and _source == "aot":
+        return _loaded
+    try:
+        mod = _import_built(folder)
+    except (ImportError, OSError) as e:
+        log.warning("numba kernels: cannot load the build in %s (%s); using the JIT", folder, e)
+        return None
+    if mod is not None:
+        _loaded, _source = mod, "aot"
+        log.info("numba kernels: ahead-of-time build %s", folder)
+    return mod
+
+
+def _lock_held(lock: Path) -> bool:
+    """Whether a build holds ``lock``: its process (the PID written in it) is alive, or, with no
+    PID yet, the lock is younger than :data:`LOCK_STALE_S`. A build killed by a signal leaves its
+    lock behind (``build`` removes it in a ``finally``)."""
+    try:
+        text = lock.read_text().strip()
+        age = time.time() - lock.stat().st_mtime
+    except OSError:
+        return False
+    ours = _builds.get(text)
+    if ours is not None:  # started by this process: poll() also reaps it (no zombie to signal)
+        return ours.poll() is None
+    if text.isdigit():
+        try:
+            os.kill(int(text), 0)
+        except ProcessLookupError:
+            return False
+        except OSError:
+            pass  # alive, another user's
+        return age <= 10 * LOCK_STALE_S  # a PID reused by another process: not for ever
+    return age <= LOCK_STALE_S
 
 
 def prepare() -> str:
@@ -139,24 +174,20 @@ def prepare() -> str:
         return "ready"
     if folder.with_name(folder.name + ".failed").exists():
         return "jit"
-    lock = folder.with_name(folder.name + ".lock")
-    try:
-        if time.time() - lock.stat().st_mtime <= LOCK_STALE_S:
-            return "building"  # another process is building it
-    except OSError:
-        pass
-    return "building" if start_build(folder) else "jit"
+    if _lock_held(folder.with_name(folder.name + ".lock")) or start_build(folder):
+        return "building"
+    return "ready" if folder.is_dir() else "jit"  # (it may have landed just now)
 
 
 def build_state(folder: Path) -> str:
     """``"built"``, ``"failed"`` or ``"building"``: the ahead-of-time build into ``folder``
-    (:func:`aot_folder`), at most three ``stat`` calls. A build whose lock is gone with no result
-    (its process was killed) counts as failed."""
+    (:func:`aot_folder`), a few ``stat`` calls. A build whose process is gone with no result (it
+    was killed) counts as failed."""
     if folder.is_dir():
         return "built"
     if folder.with_name(folder.name + ".failed").exists():
         return "failed"
-    if not folder.with_name(folder.name + ".lock").exists():
+    if not _lock_held(folder.with_name(folder.name + ".lock")):
         return "built" if folder.is_dir() else "failed"  # (it may have landed just now)
     return "building"
 
@@ -177,20 +208,26 @@ def start_build(folder: Path) -> bool:
         return False
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
-        if lock.exists() and time.time() - lock.stat().st_mtime > LOCK_STALE_S:
-            lock.unlink(missing_ok=True)
+        if lock.exists() and not _lock_held(lock):
+            lock.unlink(missing_ok=True)  # its build died
         fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-        os.close(fd)
     except OSError:
         return False  # a build is running (or the cache is not writable)
+    if folder.is_dir():  # landed while we looked
+        os.close(fd)
+        lock.unlink(missing_ok=True)
+        return False
     cmd = [sys.executable, "-m", "engine.kernels", "build", str(folder)]
     if shutil.which("nice"):  # low priority: it must not slow the editor's first minutes
         cmd = ["nice", "-n", "19", *cmd]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parent.parent),
                                                        os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
     with open(folder.with_name(folder.name + ".log"), "w") as out:
-        subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                         start_new_session=True, env=env)
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True, env=env)
+    _builds[str(proc.pid)] = proc
+    os.write(fd, str(proc.pid).encode())  # who holds the lock (see _lock_held)
+    os.close(fd)
     log.info("numba kernels: building ahead of time into %s (background)", folder)
     return True
 
@@ -203,11 +240,14 @@ def build(folder: Path) -> None:
     lock = folder.with_name(folder.name + ".lock")
     tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
     try:
+        if folder.is_dir():
+            return  # another build landed first
         tmp.mkdir(parents=True, exist_ok=True)
         build_aot(tmp, MODULE)
         os.replace(tmp, folder)
     except Exception as e:
-        folder.with_name(folder.name + ".failed").write_text(f"{type(e).__name__}: {e}\n")
+        if not folder.is_dir():  # (not a second build losing the race to rename)
+            folder.with_name(folder.name + ".failed").write_text(f"{type(e).__name__}: {e}\n")
         raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

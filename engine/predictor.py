@@ -123,22 +123,31 @@ class Predictor:
         vocab = tokenizer.get_vocab()
         self._id_to_text = {i: t for t, i in vocab.items()}
         self.window.alternates = self.kv.windows.windows  # coming back keeps a stored window's start
-        self._upgrade = getattr(backend, "upgrade", None)
-        """``engine.backends.NumbaUpgrade`` while the NumPy backend stands in (see ``idle_step``)."""
+        self._upgrade = backend.__dict__.pop("upgrade", None) if hasattr(backend, "__dict__") else None
+        """``engine.backends.NumbaUpgrade`` while the NumPy backend stands in (see
+        :meth:`_check_upgrade`; taken off the backend, so nothing keeps it once done)."""
+        self._upgrade_checked = 0.0
 
     def use_backend(self, backend) -> None:
-        """Decode with ``backend`` (the same model on another backend) from now on. The KV cache
-        starts empty: the next decision prefills its window as after a jump (a short window
-        first). Engine thread only; ~1-2 ms here to page the new backend in."""
-        self.kv.reset()
-        backend.forward([self.eos])  # first-call costs (the kernels' pages, the KV arrays) now
-        backend.reset()
+        """Decode with ``backend`` (the same model, the same KV-cache layout: NumPy's and numba's)
+        from now on. The live KV cache moves over (``swap``), and with it the stored and pending
+        windows stay valid: the next decision goes on as if nothing happened. Engine thread only."""
+        backend.forward([self.eos])  # first-call costs (the kernels' pages) now, on its own cache
+        backend.swap(self.backend.swap(None))
         self.kv.backend = self.backend = backend
-        self._hidden = None
-        self._synced = False
-        self._first_known[:] = False
-        self._line_cache.clear()
-        self._spec_word = None
+
+    def _check_upgrade(self) -> bool:
+        """Switch to the numba backend once its kernels are built (``engine.backends.NumbaUpgrade``);
+        True when the check is done for good (switched, or the build failed)."""
+        state = self._upgrade.state()
+        if state == "building":
+            return False
+        up, self._upgrade = self._upgrade, None
+        backend = up.build() if state == "built" else None
+        if backend is not None:
+            self.use_backend(backend)
+            log.info("numba kernels built: switched to the numba backend")
+        return True
 
     # the KV-cache state lives in ``self.kv`` (engine.kv_sync); these read it
     @property
@@ -181,12 +190,7 @@ class Predictor:
 
         Before all that, a predictor that started on the NumPy backend while the numba kernels
         were compiled (``engine.backends.NumbaUpgrade``) switches to them once they are built."""
-        state = self._upgrade.state() if self._upgrade is not None else None
-        if state is not None and state != "building":
-            up, self._upgrade = self._upgrade, None
-            if state == "built":
-                self.use_backend(up.build())
-                log.info("numba kernels built: switched to the numba backend")
+        if self._upgrade is not None and self._check_upgrade():
             return True
         if self.kv.pending is not None and not self.kv.pending.done:
             return self.advance()
@@ -432,6 +436,11 @@ class Predictor:
             Candidates, best first. Identifier candidates start with the typed prefix and are
             longer than it. None inside a number literal (``0xab``: ``engine.text.in_number``).
         """
+        if self._upgrade is not None and self.advance_on_keystroke:  # no idle steps to do it
+            now = time.monotonic()
+            if now - self._upgrade_checked > 1.0:
+                self._upgrade_checked = now
+                self._check_upgrade()
         if in_number(prefix):
             return []
         typed = word_prefix(prefix)

@@ -30,7 +30,8 @@ in process on held-out Python and Go files (616 jumps to random identifiers, the
 there): 16 tokens 3.65 ms at the median, 32 tokens 4.79 ms, and top-1 89.3% vs 89.6% (the whole
 window: 89.9%); the document's n-grams carry that keystroke. 48 and 64 were slower still."""
 
-FAST_MIN_NEW = int(os.environ.get("LAYA_FAST_MIN_NEW", "64"))
+_FAST_MIN_NEW_ENV = os.environ.get("LAYA_FAST_MIN_NEW", "")
+FAST_MIN_NEW = int(_FAST_MIN_NEW_ENV) if _FAST_MIN_NEW_ENV.isdigit() else 64
 """A decision that would prefill more new tokens than this takes the short window instead
 (``LAYA_FAST_MIN_NEW``: for side-by-side comparisons). 24 instead (what the compiled kernels
 take at once) made the first keystroke after a paste 4.50 / 6.90 / 15.13 -> 3.20 / 4.30 / 7.13

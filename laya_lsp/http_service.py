@@ -47,7 +47,8 @@ def _load_generator(options: InitializationOptions):
     from engine.predictor import Predictor
     from laya_serve.generate import Generator
 
-    p = Predictor.load(model_dir=options.model_path, variant=options.variant, backend=options.backend)
+    p = Predictor.load(model_dir=options.model_path, variant=options.variant, backend=options.backend,
+                       defer_jit=True)  # switches at a keystroke once the kernels are built
     gen = Generator(p, MAX_SEQ_LEN)
     gen.warmup()
     return (p.folder.name if p.folder is not None else "laya"), gen

@@ -169,14 +169,14 @@ def _describe(e: BaseException) -> str:
 def _load_job(handle: ModelHandle, model_path: str | None, variant: str, backend: str | None,
               idle: bool = True):
     """Engine thread: import the engine and load the model folder. ``idle``: this model's full
-    windows are finished in pauses (the main model), and on a first start it may serve on the
-    NumPy backend while the numba kernels are built (switching in a pause); else on its own
-    keystrokes."""
+    windows are finished in pauses (the main model); else on its own keystrokes. On a first start
+    on a machine it serves on the NumPy backend while the numba kernels are built, and switches
+    in a pause (or, without idle steps, at a keystroke)."""
     from engine.predictor import Predictor
 
     from engine.worker import set_idle
 
-    predictor = Predictor.load(model_dir=model_path, variant=variant, backend=backend, defer_jit=idle)
+    predictor = Predictor.load(model_dir=model_path, variant=variant, backend=backend, defer_jit=True)
     if idle:
         predictor.advance_on_keystroke = False  # a jump's full window is finished in pauses,
         set_idle(predictor.idle_step)  # and the word being typed is prefilled in them

@@ -200,7 +200,10 @@ def _first_start(tree: Path, text: str, keys: int, pause_s: float) -> dict:
     try:
         start = len(text) - keys
         c.open("file:///bench/first.py", text[:start])
+        deadline = time.monotonic() + 120
         while not c.complete()[0]:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the server from {tree} gave no items for 120 s")
             time.sleep(0.01)
         ready = time.perf_counter() - c.t_spawn
         rss0, aot_at, lat = c.rss_mb(), None, []
@@ -215,7 +218,9 @@ def _first_start(tree: Path, text: str, keys: int, pause_s: float) -> dict:
                 "aot_at_s": aot_at, "llvm": llvm, "median_ms": float(np.median(lat)) * 1e3}
     finally:
         c.shutdown()
-        while subprocess.run(["pgrep", "-f", f"engine.kernels build {cache}"], capture_output=True).returncode == 0:
+        deadline = time.monotonic() + 600
+        while (subprocess.run(["pgrep", "-f", f"engine.kernels build {cache}"], capture_output=True).returncode == 0
+               and time.monotonic() < deadline):
             time.sleep(0.5)  # the background build of this start: not into the next one's time
         shutil.rmtree(cache, ignore_errors=True)
 
@@ -224,7 +229,8 @@ def bench_first_start(trees: list[Path], rounds: int = 2, keys: int = 600, pause
     """First starts of servers from ``trees`` (checkouts of this project), alternated ``rounds``
     times: seconds from process start to the first completion items, resident memory (MB) then
     and after ``keys`` keystrokes ``pause_s`` apart, when the ahead-of-time kernels were loaded
-    and whether LLVM (numba's JIT) was ever mapped. Linux only (``/proc``)."""
+    and whether LLVM (numba's JIT) was ever mapped. Linux only (``/proc``). Deletes each tree's
+    numba JIT cache (``engine/__pycache__/kernels_numba*``): the next JIT user there compiles again."""
     text = sample_text("python", 20_000)[: 2000 + keys]
     out = []
     for r in range(rounds):
