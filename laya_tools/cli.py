@@ -170,6 +170,8 @@ def _cmd_eval(a) -> int:
         if a.corpus == str(DEFAULT_CORPUS):
             a.corpus = str(DEFAULT_PROSE_CORPUS)
         a.languages = a.languages or "prose"
+    if a.comments:
+        return _eval_comments(a)
     if a.lines and a.through_server:
         print("laya eval: --lines is measured in process only (leave out --through-server)", file=sys.stderr)
         return 2
@@ -227,6 +229,28 @@ def _cmd_eval(a) -> int:
                 q = np.percentile(latencies, [50, 90, 99])
                 print(f"completion round trip over {len(latencies)} requests: median {q[0]:.2f} ms, "
                       f"p90 {q[1]:.2f} ms, p99 {q[2]:.2f} ms")
+    return 0
+
+
+def _eval_comments(a) -> int:
+    """``laya eval --comments``: words typed in code comments, code model vs prose model."""
+    from engine.predictor import Predictor
+
+    from .evaluate import HEADER, evaluate_comments, pick_files
+
+    files = pick_files(Path(a.corpus), a.files, a.max_chars, seed=a.seed, split=a.split,
+                       languages=a.languages.split(",") if a.languages else None)
+    if not files:
+        print(f"no {a.split} files under {a.corpus}/{a.split}: run `laya corpus` first", file=sys.stderr)
+        return 2
+    code, prose = Predictor.load(a.model), Predictor.load(variant="typing")
+    print(f"words in the comments of {len(files)} {a.split} files, in process")
+    print(HEADER.replace("identifier", "comment-word"))
+    for lang, (sc_code, sc_prose, sc_words) in sorted(evaluate_comments(files, code, prose).items()):
+        print(f"[{lang}] {sc_code.chars} comment-word characters")
+        print(sc_code.row("  code model"))
+        print(sc_prose.row("  prose model"))
+        print(sc_words.row("  word completion"))
     return 0
 
 
@@ -335,6 +359,8 @@ def main(argv=None) -> int:
     p.add_argument("--files", type=int, default=6, help="files per language")
     p.add_argument("--max-chars", type=int, default=6000)
     p.add_argument("--through-server", action="store_true", help="replay typing over LSP stdio")
+    p.add_argument("--comments", action="store_true",
+                   help="instead: words typed in code comments, the code model against the prose model")
     p.add_argument("--seed", type=int, default=0, help="which held-out files (0: the reported set)")
     p.add_argument("--split", choices=("eval", "tune"), default="eval",
                    help="eval: the reported packages; tune: the packages ranking weights are tuned on")

@@ -153,12 +153,13 @@ class WordCompletion:
 
 def score_file(text: str, ask, score: Score, baseline: WordCompletion | None = None,
                bscore: Score | None = None, on_refresh=None, language: str = "python",
-               ask_line=None) -> None:
+               ask_line=None, target_fn=None) -> None:
     """Replay one file. ``ask(prefix) -> list[str]`` returns ranked identifier items;
-    ``ask_line(prefix) -> str | None``, if given, the rest-of-line item at an identifier start."""
+    ``ask_line(prefix) -> str | None``, if given, the rest-of-line item at an identifier start;
+    ``target_fn(text, language)`` the words to type (:func:`targets` by default)."""
     last_refresh = 0
     score.text_chars += len(text)
-    for start, word in targets(text, language):
+    for start, word in (target_fn or targets)(text, language):
         if on_refresh and start - last_refresh >= REFRESH_CHARS:
             on_refresh(text[:start])
             last_refresh = start
@@ -371,6 +372,74 @@ def pool_recall(files: list[EvalFile], predictor, size: int | None = None) -> di
         predictor.forget_document(doc)
     predictor.reset()
     return {k: h / max(1, t) for k, (h, t) in hits.items()}
+
+
+_COMMENT_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_']*")
+_COMMENT_MARK = re.compile(r"^\s*(?:#+|//+!?|/\*+!?|\*+(?!/))\s?")
+
+
+def comment_targets(text: str, language: str):
+    """``(start offset, word)`` for every word of 2+ characters inside a comment (Pygments'
+    Comment tokens, less preprocessor lines, their file names and shebangs): what a user types
+    in comments."""
+    from pygments.lexers import get_lexer_by_name
+    from pygments.token import Comment
+
+    lexer = get_lexer_by_name(language, stripnl=False, ensurenl=False)
+    out = []
+    for start, ttype, value in lexer.get_tokens_unprocessed(text):
+        if ttype in Comment and not any(ttype in t for t in (Comment.Preproc, Comment.PreprocFile, Comment.Hashbang)):
+            out.extend((start + m.start(), m.group()) for m in _COMMENT_WORD.finditer(value)
+                       if len(m.group()) >= 2)
+    return out
+
+
+def comment_context(prefix: str) -> str:
+    """The comment being typed at the end of ``prefix``, as prose: the comment lines of its block
+    above and its own line from the comment marker on, markers stripped (a prose model's context)."""
+    start = prefix.rfind("\n") + 1
+    lines = [prefix[start:]]
+    while start > 0:
+        above = prefix.rfind("\n", 0, start - 1) + 1
+        line = prefix[above : start - 1]
+        if not _COMMENT_MARK.match(line) or line.rstrip().endswith("*/"):
+            break
+        lines.insert(0, line)
+        start = above
+    cut = max(lines[-1].find(m) for m in ("#", "//", "/*"))
+    if cut > 0 and not _COMMENT_MARK.match(lines[-1]):
+        lines[-1] = lines[-1][cut:]  # a comment after code on the cursor's line
+    return "\n".join(_COMMENT_MARK.sub("", ln, count=1) for ln in lines)
+
+
+def evaluate_comments(files: list[EvalFile], code, prose) -> dict[str, tuple[Score, Score, Score]]:
+    """Words typed inside comments: the code model as it serves them (the whole prefix as its
+    context), the prose model (``comment_context`` as its context, the file's words as its
+    document), and word completion; ``{language: (code, prose, word completion)}``."""
+    out: dict[str, tuple[Score, Score, Score]] = {}
+    for f in files:
+        sc_code, sc_prose, sc_words = out.setdefault(f.language, (Score(), Score(), Score()))
+        doc = f"file:///{f.name}"
+        for p, lang in ((code, f.language), (prose, "prose")):
+            p.reset()
+            p.observe_document(doc, "", lang)
+
+        def ask_code(prefix, doc=doc):
+            return [c.text for c in code.predict(prefix, doc_id=doc, max_items=20) if c.kind != "line"]
+
+        def ask_prose(prefix, doc=doc):
+            return [c.text for c in prose.predict(comment_context(prefix), doc_id=doc, max_items=20,
+                                                 language="prose") if c.kind != "line"]
+
+        score_file(f.text, ask_code, sc_code, WordCompletion(), sc_words, language=f.language,
+                   on_refresh=lambda t, doc=doc, lang=f.language: code.observe_document(doc, t, lang),
+                   target_fn=comment_targets)
+        score_file(f.text, ask_prose, sc_prose, language=f.language,
+                   on_refresh=lambda t, doc=doc: prose.observe_document(doc, t, "prose"),
+                   target_fn=comment_targets)
+        for p in (code, prose):
+            p.forget_document(doc)
+    return out
 
 
 def report(scores: dict[str, tuple[Score, Score]], recall: dict[str, float] | None = None) -> str:

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from laya_tools.evaluate import Score, WordCompletion, pick_files, score_file, targets
+from laya_tools.evaluate import (Score, WordCompletion, comment_context, comment_targets, pick_files,
+                                 score_file, targets)
 
 
 def test_python_targets_skip_comments_and_strings():
@@ -135,3 +136,21 @@ def test_rest_of_line_counts_only_exact_continuations_of_the_right_word():
     sc2 = Score()
     score_file(text, lambda prefix: [], sc2, ask_line=lambda prefix: 1 / 0)
     assert sc2.line_offered == 0
+
+
+@pytest.mark.parametrize("language, text, expected", [
+    ("python", "#!/usr/bin/env python\nx = 1  # the value\n# Returns it\ns = '# not me'\n",
+     ["the", "value", "Returns", "it"]),
+    ("c", "#include <stdio.h>\n/* Opens a file.\n * Closes it */ int x; // done\n", ["Opens", "file", "Closes", "it", "done"]),
+    ("go", "// Package cli parses flags\nvar s = \"// no\"\n", ["Package", "cli", "parses", "flags"]),
+])
+def test_comment_targets_are_the_words_of_comments_only(language, text, expected):
+    assert [w for _, w in comment_targets(text, language)] == expected
+    assert all(text[i : i + len(w)] == w for i, w in comment_targets(text, language))
+
+
+def test_comment_context_is_the_comment_block_as_prose():
+    assert comment_context("x = 1\n# Returns the\n# value of x") == "Returns the\nvalue of x"
+    assert comment_context("y = f(x)  # the new ") == "the new "
+    assert comment_context("/**\n * Opens a\n * file and") == "\nOpens a\nfile and"
+    assert comment_context("int x; // done\nint y; // a") == "a"
