@@ -100,8 +100,12 @@ def _cmd_export(a) -> int:
 
     cfg = load_variant(a.variant)
     bits = a.bits if a.bits is not None else cfg.bits
-    export(Path(a.checkpoint), Path(a.out), bits=bits, group_size=cfg.group_size,
-           corpus_dir=Path(a.corpus) if a.corpus else None)
+    try:
+        export(Path(a.checkpoint), Path(a.out), bits=bits, group_size=cfg.group_size,
+               corpus_dir=Path(a.corpus) if a.corpus else None, average=a.average)
+    except ValueError as e:
+        print(f"laya export: {e}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -329,6 +333,8 @@ def main(argv=None) -> int:
     p.add_argument("--variant", default="code", help="quantize as this variant says (configs/)")
     p.add_argument("--bits", type=int, default=None, help="override the variant's bits")
     p.add_argument("--corpus", default=str(DEFAULT_CORPUS), help="count the lexicon from this corpus ('' to skip)")
+    p.add_argument("--average", type=int, default=0, metavar="K",
+                   help="the mean of the checkpoint's last K kept weight snapshots (checkpoint averaging)")
     p.set_defaults(fn=_cmd_export)
 
     p = sub.add_parser("complete", help="print ranked candidates at the end of a file (or --offset)")

@@ -6,6 +6,8 @@ import shutil
 import string
 from pathlib import Path
 
+import pytest
+
 from engine.predictor import Predictor
 from laya_tools.train import TrainConfig, export, train
 
@@ -53,3 +55,27 @@ def test_a_new_run_takes_its_shape_and_resume_keeps_it(tmp_path):
     meta = train(corpus, ckpt, None, TrainConfig(total_steps=2), eval_every=1, save_every=1,
                  shape={"num_hidden_layers": 4})
     assert meta["model_args"]["num_hidden_layers"] == 2 and meta["step"] == 2
+
+
+def test_export_averages_the_last_snapshots(tmp_path):
+    import mlx.core as mx
+    import numpy as np
+
+    corpus = make_corpus(tmp_path / "corpus")
+    ckpt, out = tmp_path / "ckpt", tmp_path / "model"
+    cfg = TrainConfig(vocab_size=320, seq_len=32, batch_size=2, total_steps=4, warmup=1)
+    train(corpus, ckpt, None, cfg, eval_every=2, save_every=1)
+    snaps = sorted(ckpt.glob("weights-*.safetensors"))
+    assert [p.name for p in snaps] == [f"weights-{s:07d}.safetensors" for s in (1, 2, 3, 4)]
+    export(ckpt, out, average=3)
+    config = json.loads((out / "config.json").read_text())
+    assert config["laya_training"]["averaged_steps"] == [2, 3, 4]
+    bf16 = mx.load(str(ckpt / "weights.bf16.safetensors"))
+    ws = [mx.load(str(p)) for p in snaps[1:]]
+    k = "model.norm.weight"
+    mean = (ws[0][k] + ws[1][k] + ws[2][k]) / 3
+    assert np.allclose(np.array(bf16[k].astype(mx.float32)), np.array(mean), atol=1e-2)
+    assert not np.allclose(np.array(mean), np.array(ws[2][k]))
+    assert Predictor.load(out).predict("import textwrap\ntextwrap.de") is not None
+    with pytest.raises(ValueError, match="fewer than"):
+        export(ckpt, out, average=9)
