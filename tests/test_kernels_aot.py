@@ -147,15 +147,20 @@ def test_the_switch_keeps_the_kv_cache_and_its_windows():
     assert abs(a[0].score - b[0].score) < 1e-2
 
 
+def _fresh_kernels(cache, monkeypatch, aot: str) -> None:
+    """This process as on a machine with an empty cache folder ``cache`` (no kernels loaded)."""
+    monkeypatch.setenv("LAYA_CACHE_DIR", str(cache))
+    monkeypatch.setattr(kernels, "_loaded", None)
+    monkeypatch.delenv("LAYA_BACKEND", raising=False)
+    monkeypatch.setenv("LAYA_AOT", aot)
+
+
 @needs_numba_default
 def test_without_a_build_to_wait_for_the_jit_serves_at_once(tmp_path, monkeypatch):
     """Ahead-of-time builds off (or failed before): ``defer_jit`` changes nothing."""
     from engine.predictor import Predictor
 
-    monkeypatch.setenv("LAYA_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(kernels, "_loaded", None)
-    monkeypatch.delenv("LAYA_BACKEND", raising=False)
-    monkeypatch.setenv("LAYA_AOT", "0")
+    _fresh_kernels(tmp_path, monkeypatch, aot="0")
     assert kernels.prepare() == "jit"
     assert Predictor.load(defer_jit=True).backend.name == "numba"
     monkeypatch.setenv("LAYA_AOT", "1")
@@ -170,10 +175,7 @@ def test_without_a_build_to_wait_for_the_jit_serves_at_once(tmp_path, monkeypatc
 def test_a_build_that_dies_leaves_the_numpy_backend_serving(tmp_path, monkeypatch):
     from engine.predictor import Predictor
 
-    monkeypatch.setenv("LAYA_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(kernels, "_loaded", None)
-    monkeypatch.delenv("LAYA_BACKEND", raising=False)
-    monkeypatch.setenv("LAYA_AOT", "1")
+    _fresh_kernels(tmp_path, monkeypatch, aot="1")
     started = []
 
     def start(folder):  # a build whose process is killed at once: its lock stays behind
