@@ -34,10 +34,18 @@ _FAST_MIN_NEW_ENV = os.environ.get("LAYA_FAST_MIN_NEW", "")
 FAST_MIN_NEW = int(_FAST_MIN_NEW_ENV) if _FAST_MIN_NEW_ENV.isdigit() else 64
 """A decision that would prefill more new tokens than this takes the short window instead
 (``LAYA_FAST_MIN_NEW``: for side-by-side comparisons). 24 instead (what the compiled kernels
-take at once) made the first keystroke after a paste 4.50 / 6.90 / 15.13 -> 3.20 / 4.30 / 7.13
-ms (p50 / p90 / p99, two servers side by side, a niced training run going, 2026-12-01) but cost
-0.37 points of keystrokes saved in process on the tune packages (50.17 -> 49.80%; 32: 49.95,
-48: 50.13), where the identifier after a long comment or string gets the short window."""
+take at once) for every decision cost 0.37 points of keystrokes saved in process on the tune
+packages (50.17 -> 49.80%; 32: 49.95, 48: 50.13), where the identifier after a long comment or
+string gets the short window; after a paste it is ``PASTE_MIN_NEW``."""
+
+_PASTE_MIN_NEW_ENV = os.environ.get("LAYA_PASTE_MIN_NEW", "")
+PASTE_MIN_NEW = int(_PASTE_MIN_NEW_ENV) if _PASTE_MIN_NEW_ENV.isdigit() else 24
+"""``FAST_MIN_NEW`` for the first decision after a multi-line edit (a paste, an undo: the server
+says so, ``Predictor.predict(after_paste=True)``): what the compiled kernels take at once, so a
+paste of a few lines answers from the prior and leaves its window to the pauses instead of
+prefilling up to 64 tokens on the keystroke (``LAYA_PASTE_MIN_NEW=64``: off). Typing keeps 64:
+the identifier after a long comment or string, which an editor asked nothing about, keeps its
+whole window."""
 
 CHUNK_TOKENS = 8
 """Tokens of the full window prefilled per :meth:`Predictor.advance` call: ~1-1.5 ms here, the
