@@ -212,8 +212,9 @@ class Predictor:
             variant: ``configs/<variant>.toml``.
             backend: ``numpy``, ``numba``, ``mlx`` or ``auto``; None for the variant's setting.
             defer_jit: ``auto`` on a machine whose numba kernels are not built yet starts on the
-                NumPy backend, and :meth:`idle_step` switches once they are
-                (``engine.backends.make_backend``); for a caller that runs ``idle_step``.
+                NumPy backend and switches once they are (``engine.backends.make_backend``): in
+                :meth:`idle_step`, or, when ``advance_on_keystroke`` (no idle steps), in
+                :meth:`predict` (a check at most once a second).
 
         Raises:
             ModelLoadError: missing, corrupt or mismatched model files (the message names the file).
