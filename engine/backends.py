@@ -218,7 +218,7 @@ class NumbaUpgrade:
     start after an install (and holding ~100 MB of LLVM for good). ``Predictor.idle_step`` polls
     :meth:`state` and installs :meth:`build` (``Predictor.use_backend``)."""
 
-    def __init__(self, args: ModelArgs, config: dict, weights: dict, codes: dict, capacity: int, folder: Path):
+    def __init__(self, args: ModelArgs, config: dict, weights: dict, codes: dict, capacity: int):
         """Keeps the dequantized ``weights`` (shared with the NumPy backend) and the 6-bit
         ``codes`` (``dequantized_numpy_weights``) of the model, so the switch reads no file."""
         from . import kernels
@@ -226,21 +226,18 @@ class NumbaUpgrade:
         self._args, self._config, self._weights, self._codes = args, config, weights, codes
         self._capacity = capacity
         self._build_folder = kernels.aot_folder()
-        self.folder = folder
 
     def state(self) -> str:
         """``"built"``, ``"building"`` or ``"failed"`` (then the NumPy backend stays)."""
         from . import kernels
 
-        if self._build_folder is None:
-            return "failed"
-        return kernels.build_state(self._build_folder)
+        state = kernels.build_state(self._build_folder) if self._build_folder is not None else "none"
+        return "failed" if state == "none" else state  # "none": its process died
 
     def build(self) -> Backend | None:
         """The numba backend over the same weights (~15 ms here, ~45 ms on a loaded machine), on
-        the kernels of the build that
-        :meth:`state` saw (None when they cannot be loaded: never the JIT, which would compile
-        for seconds on the caller's thread)."""
+        the kernels of the build that :meth:`state` saw (None when they cannot be loaded: never
+        the JIT, which would compile for seconds on the caller's thread)."""
         from . import kernels
         from .backend_numba import NumbaBackend
 
@@ -262,7 +259,7 @@ def _numpy_until_built(folder: Path, capacity: int) -> Backend | None:
     codes: dict = {}
     args, config, weights = dequantized_numpy_weights(folder, codes)
     b = NumpyBackend(args, weights, capacity, config)
-    b.upgrade = NumbaUpgrade(args, config, weights, codes, capacity, folder)
+    b.upgrade = NumbaUpgrade(args, config, weights, codes, capacity)
     log.info("numba kernels are being built for this machine: the NumPy backend serves until they are ready")
     return b
 

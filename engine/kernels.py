@@ -7,7 +7,8 @@ functions (``engine.kernels_numba``) compiled ahead of time into a small extensi
 
 So: the first start on a machine uses the JIT (the language server instead serves on the NumPy
 backend meanwhile, :func:`prepare`, ``engine.backends.NumbaUpgrade``) and, when a C compiler is
-there, builds the module in a background process (``python -m engine.kernels build``, at low priority, ~5 s of CPU) into
+there, builds the module in a background process (``python -m engine.kernels build``, at low
+priority, ~5 s of CPU) into
 the cache folder (``$LAYA_CACHE_DIR/kernels/<key>``, see ``engine.lexicon_cache.cache_root``); later
 starts load it. The key covers the kernels' source, numba's and Python's versions and this CPU
 (the module is compiled for it), so an upgrade or another machine sharing the home folder never
@@ -170,26 +171,23 @@ def prepare() -> str:
     folder = aot_folder() if _aot_enabled() else None
     if folder is None:
         return "jit"
-    if folder.is_dir():
-        return "ready"
-    if folder.with_name(folder.name + ".failed").exists():
-        return "jit"
-    if _lock_held(folder.with_name(folder.name + ".lock")) or start_build(folder):
-        return "building"
-    return "ready" if folder.is_dir() else "jit"  # (it may have landed just now)
+    state = build_state(folder)
+    if state == "none":
+        state = "building" if start_build(folder) else "built" if folder.is_dir() else "failed"
+    return {"built": "ready", "building": "building"}.get(state, "jit")
 
 
 def build_state(folder: Path) -> str:
-    """``"built"``, ``"failed"`` or ``"building"``: the ahead-of-time build into ``folder``
-    (:func:`aot_folder`), a few ``stat`` calls. A build whose process is gone with no result (it
-    was killed) counts as failed."""
+    """The ahead-of-time build into ``folder`` (:func:`aot_folder`), in a few ``stat`` calls:
+    ``"built"``; ``"failed"`` (for this key, not retried); ``"building"`` (a live process holds
+    the lock); ``"none"`` (none has run, or its process was killed before a result)."""
     if folder.is_dir():
         return "built"
     if folder.with_name(folder.name + ".failed").exists():
         return "failed"
-    if not _lock_held(folder.with_name(folder.name + ".lock")):
-        return "built" if folder.is_dir() else "failed"  # (it may have landed just now)
-    return "building"
+    if _lock_held(folder.with_name(folder.name + ".lock")):
+        return "building"
+    return "built" if folder.is_dir() else "none"  # (it may have landed just now)
 
 
 def start_build(folder: Path) -> bool:
