@@ -180,10 +180,10 @@ def bench_pastes(text: str, servers: dict[str, tuple[dict | None, dict | None]],
 def main(argv: list[str] | None = None) -> int:
     """The default server against one with ``--env`` set, side by side (seed method)."""
     import argparse
-    import inspect
-    import textwrap
 
     import numpy as np
+
+    from .bench import default_text
 
     ap = argparse.ArgumentParser(prog="python -m laya_tools.bench_jumps")
     ap.add_argument("workload", choices=["jumps", "pastes"])
@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     env = dict(kv.split("=", 1) for kv in a.env)
     servers = {"default": (None, None), " ".join(a.env) or "default again": (None, env)}
-    text = open(inspect.getsourcefile(textwrap), encoding="utf-8").read()
+    _, text = default_text()
     run = bench_jumps if a.workload == "jumps" else bench_pastes
     out = run(text, servers, a.warmup, a.runs, gap=a.gap_ms / 1e3)
     first = "after_jump" if a.workload == "jumps" else "after_paste"
