@@ -47,7 +47,6 @@ class KVSync:
         self.prior_after_jump = prior_after_jump
         self.speculated = 0
         """Tokens at the end of ``cached`` that :meth:`speculate` added past the synced context."""
-        self._max_new = FAST_MIN_NEW  # this sync's short-window threshold (see ``sync``)
 
     def reset(self) -> None:
         """Empty the KV cache, the stored windows and any pending full window."""
@@ -106,12 +105,10 @@ class KVSync:
             self.backend.trim(len(self.cached) - n)
             del self.cached[n:]
 
-    def sync(self, ctx: list[int], max_new: int = FAST_MIN_NEW) -> np.ndarray | None:
+    def sync(self, ctx: list[int]) -> np.ndarray | None:
         """Make the KV cache hold ``ctx`` (or, right after a jump, its last tokens: the short
         window, see ``engine.window_cache``); return the hidden state after its last token, or
-        None right after a jump when ``prior_after_jump`` (nothing prefilled yet). More than
-        ``max_new`` tokens to prefill take the short window (``PASTE_MIN_NEW`` after a paste)."""
-        self._max_new = max_new
+        None right after a jump when ``prior_after_jump`` (nothing prefilled yet)."""
         if self.speculated:
             self._settle_speculation(ctx)
         pend = self.pending
@@ -123,7 +120,7 @@ class KVSync:
             else:
                 if len(ctx) > pend.start and ctx[: pend.start] == pend.head:
                     sub = ctx[pend.start :]  # still maps onto the short window
-                    if not self.fast_path or len(sub) - common_prefix(self.cached, sub) <= self._max_new:
+                    if not self.fast_path or len(sub) - common_prefix(self.cached, sub) <= FAST_MIN_NEW:
                         return self._sync_tokens(sub, fast=False)
                     # else a paste past the short window: a new short window answers (below)
                 # moved away (or pasted) before it was done: keep what it has, to come back to
@@ -137,7 +134,7 @@ class KVSync:
     def _sync_tokens(self, ctx: list[int], fast: bool) -> np.ndarray | None:
         """Make the KV cache hold exactly ``ctx``; return the hidden state after its last token.
 
-        With ``fast``, a sync that would prefill more than the sync's ``max_new`` tokens first looks for
+        With ``fast``, a sync that would prefill more than ``FAST_MIN_NEW`` tokens first looks for
         a stored window sharing a longer prefix, else prefills only the last ``SHORT_TOKENS`` and
         leaves the full window to :meth:`advance`.
         """
@@ -157,8 +154,8 @@ class KVSync:
                 self.stats["shifts"] += 1
                 return self._sync_tokens(ctx, fast)
         if self._short(fast, len(ctx) - lcp):
-            # a stored window that leaves at most max_new tokens to prefill, else the short one
-            hit = self.windows.take(ctx, at_least=max(lcp + 1, len(ctx) - self._max_new))
+            # a stored window that leaves at most FAST_MIN_NEW tokens to prefill, else the short one
+            hit = self.windows.take(ctx, at_least=max(lcp + 1, len(ctx) - FAST_MIN_NEW))
             if len(cached) >= 64:  # keep the window being left, to come back to
                 self.windows.put(cached, self.backend.swap(hit[1] if hit else None))
                 self.stats["stored_windows"] += 1
@@ -190,9 +187,10 @@ class KVSync:
         """Whether a sync looks for a context shift: little of the context is cached as it is."""
         return self.context_shift and lcp < n_ctx // 2 and n_cached > 64
 
-    def _short(self, fast: bool, n_new: int) -> bool:
+    @staticmethod
+    def _short(fast: bool, n_new: int) -> bool:
         """Whether a sync of ``n_new`` uncached tokens answers from a short window (or a stored one)."""
-        return fast and n_new > self._max_new
+        return fast and n_new > FAST_MIN_NEW
 
     def advance(self, max_tokens: int = CHUNK_TOKENS) -> bool:
         """Prefill up to ``max_tokens`` more of the full window behind a short one (see

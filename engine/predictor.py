@@ -47,7 +47,7 @@ from .continuation import (MAX_WORD_TOKENS, LineIndex, continue_line, fit_to_suf
                            line_from_document, line_from_workspace, line_is_open)
 from .kv_sync import KVSync
 from .scoring import with_neural_cache
-from .window_cache import CHUNK_TOKENS, FAST_MIN_NEW, PASTE_MIN_NEW
+from .window_cache import CHUNK_TOKENS
 
 log = logging.getLogger(__name__)
 
@@ -415,7 +415,7 @@ class Predictor:
 
     def predict(self, prefix: str, suffix: str | None = None, doc_id: str | None = None,
                 max_items: int = 20, want_line: bool = False, stop=None,
-                language: str | Language | None = None, after_paste: bool = False) -> list[Candidate]:
+                language: str | Language | None = None) -> list[Candidate]:
         """Rank completions for the cursor at the end of ``prefix``.
 
         Args:
@@ -432,9 +432,6 @@ class Predictor:
             stop: a ``threading.Event``; when set, the continuation stops early (request cancelled).
             language: the document's language (``engine.languages`` name); remembered for
                 ``doc_id``. None: the one registered for ``doc_id`` (Python by default).
-            after_paste: the first decision after a multi-line edit: more than
-                ``engine.window_cache.PASTE_MIN_NEW`` new tokens take the short window (as after
-                a jump) instead of up to ``FAST_MIN_NEW``.
 
         Returns:
             Candidates, best first. Identifier candidates start with the typed prefix and are
@@ -477,7 +474,7 @@ class Predictor:
             if ctx != self._ctx or not self._synced:
                 # None right after a jump or a paste: the window is prefilled later, and this
                 # decision is the n-gram prior's alone (``KVSync.prior_after_jump``)
-                self._hidden = self.kv.sync(ctx, PASTE_MIN_NEW if after_paste else FAST_MIN_NEW)
+                self._hidden = self.kv.sync(ctx)
                 self._synced = True
                 self._ctx = ctx
                 self._first_known[:] = False

@@ -30,6 +30,7 @@ in process on held-out Python and Go files (616 jumps to random identifiers, the
 there): 16 tokens 3.65 ms at the median, 32 tokens 4.79 ms, and top-1 89.3% vs 89.6% (the whole
 window: 89.9%); the document's n-grams carry that keystroke. 48 and 64 were slower still."""
 
+
 def _env_int(name: str, default: int) -> int:
     """A whole number from the environment (for side-by-side runs); ``default`` when unset or bad."""
     raw = os.environ.get(name, "")
@@ -41,15 +42,7 @@ FAST_MIN_NEW = _env_int("LAYA_FAST_MIN_NEW", 64)
 (``LAYA_FAST_MIN_NEW``: for side-by-side comparisons). 24 instead (what the compiled kernels
 take at once) for every decision cost 0.37 points of keystrokes saved in process on the tune
 packages (50.17 -> 49.80%; 32: 49.95, 48: 50.13), where the identifier after a long comment or
-string gets the short window; after a paste it is ``PASTE_MIN_NEW``."""
-
-PASTE_MIN_NEW = _env_int("LAYA_PASTE_MIN_NEW", 24)
-"""``FAST_MIN_NEW`` for the first decision after a multi-line edit (a paste, an undo: the server
-says so, ``Predictor.predict(after_paste=True)``): what the compiled kernels take at once, so a
-paste of a few lines answers from the prior and leaves its window to the pauses instead of
-prefilling up to 64 tokens on the keystroke (``LAYA_PASTE_MIN_NEW=64``: off). Typing keeps 64:
-the identifier after a long comment or string, which an editor asked nothing about, keeps its
-whole window."""
+string gets the short window."""
 
 CHUNK_TOKENS = 8
 """Tokens of the full window prefilled per :meth:`Predictor.advance` call: ~1-1.5 ms here, the

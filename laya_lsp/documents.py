@@ -158,21 +158,6 @@ def blank_word_at(line: str, character: int) -> str:
     return line if start == end else line[:start] + " " * (end - start) + line[end:]
 
 
-PASTE_MIN_CHARS = 80
-"""A ranged change that inserts this many characters, or two or more line breaks, is a paste
-(or an undo, a snippet, a formatter's edit): see :func:`is_paste`."""
-
-
-def is_paste(change: types.TextDocumentContentChangeEvent) -> bool:
-    """Whether a ranged change inserts a block (:data:`PASTE_MIN_CHARS`, or 2+ line breaks), after
-    which the next decision takes the short window sooner (``Predictor.predict(after_paste=True)``).
-    A whole-text change is not one: some clients send the whole text on every keystroke."""
-    if getattr(change, "range", None) is None:
-        return False
-    text = change.text
-    return len(text) >= PASTE_MIN_CHARS or len(_BREAK.findall(text)) >= 2
-
-
 def position_after_change(change: types.TextDocumentContentChangeEvent,
                           doc: TextDocument) -> types.Position | None:
     """The cursor after a ranged content change: the end of the inserted text, in the client's

@@ -91,18 +91,15 @@ async def predict_at(ls: LayaServer, uri: str, position: types.Position, kind: s
         return None
     if max_items <= 0:
         return Prediction(ctx, [])
-    after_paste = uri in ls.pasted
-    ls.pasted.discard(uri)
     candidates = await ls.bridge.run(_predict_job, predictor, ls.sequencer, ticket, ctx,
-                                     max_items, want_line, language, after_paste)
+                                     max_items, want_line, language)
     if candidates is None or not ls.sequencer.is_current(ticket):
         return None
     return Prediction(ctx, candidates)
 
 
 def _predict_job(predictor: Any, sequencer: Sequencer, ticket: Ticket, ctx: CursorContext,
-                 max_items: int, want_line: bool, language: str,
-                 after_paste: bool = False) -> list[Candidate] | None:
+                 max_items: int, want_line: bool, language: str) -> list[Candidate] | None:
     """Engine thread: one decision, unless the request went stale while queued."""
     from engine.worker import current_stop
 
@@ -111,5 +108,4 @@ def _predict_job(predictor: Any, sequencer: Sequencer, ticket: Ticket, ctx: Curs
     if predictor.doc_id != ticket.uri:
         predictor.reset()  # the KV cache holds another document's context
     return predictor.predict(ctx.prefix, ctx.suffix, doc_id=ticket.uri, max_items=max_items,
-                             want_line=want_line, stop=current_stop(), language=language,
-                             after_paste=after_paste)
+                             want_line=want_line, stop=current_stop(), language=language)

@@ -24,7 +24,7 @@ from engine import languages
 
 from . import __version__, completion, http_service, inline, logging_setup, protocol, system2, workspace_index
 from .config import InitializationOptions, parse_options
-from .documents import clamp_position, document_head, is_paste, normalize_newlines, position_after_change
+from .documents import clamp_position, document_head, normalize_newlines, position_after_change
 from .inline_model import InlineModel
 from .loading import ModelHandle, report_loading
 from .scheduling import EngineBridge, Sequencer, Throttle
@@ -66,9 +66,6 @@ class LayaServer(LanguageServer):
         self.counting = ThreadPoolExecutor(max_workers=1, thread_name_prefix="laya-count")
         """Builds documents' n-grams off the engine thread (``Predictor.build_document``)."""
         self.workspace_index = workspace_index.WorkspaceIndex(self)
-        self.pasted: set[str] = set()
-        """Documents whose last edits inserted a block (``documents.is_paste``) since their last
-        completion request: that request's decision takes the short window sooner."""
         self.typing_at: dict[str, types.Position] = {}
         """Per document, where its last edit left the cursor (client units): the word there is
         left out of the document's n-gram until the user moves on (it is likely half typed)."""
@@ -262,8 +259,6 @@ def did_change(ls: LayaServer, params: types.DidChangeTextDocumentParams) -> Non
     ls.sequencer.edited(uri)
     doc = ls.open_document(uri)
     if doc is not None and params.content_changes:
-        if any(is_paste(c) for c in params.content_changes):
-            ls.pasted.add(uri)
         cursor = position_after_change(params.content_changes[-1], doc)
         if cursor is None:
             ls.typing_at.pop(uri, None)
@@ -278,7 +273,6 @@ def did_close(ls: LayaServer, params: types.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
     ls.opened.pop(uri, None)
     ls.typing_at.pop(uri, None)
-    ls.pasted.discard(uri)
     ls.sequencer.forget(uri)
     ls.observer.cancel(uri)
     ls.bridge.submit_background(_forget_job, ls, uri)

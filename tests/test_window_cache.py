@@ -187,37 +187,3 @@ def test_a_paste_while_the_full_window_is_pending_takes_a_new_short_window(short
         assert pred.cached == pred.window.prev[-SHORT_TOKENS:]
     finally:
         pred.advance_on_keystroke = adv
-
-
-def test_after_a_paste_a_few_lines_take_the_short_window(pred):
-    """Typing keeps up to FAST_MIN_NEW new tokens in one prefill; the first decision after a
-    paste (``after_paste``) takes the short window above PASTE_MIN_NEW, answering from the prior
-    and leaving the window to the pauses."""
-    from engine.window_cache import PASTE_MIN_NEW
-
-    start = SOURCE.index("class TextWrapper")
-    lines = SOURCE[start:].split("\n")
-    for n in range(1, 40):  # the fewest whole lines past the settled text that are PASTE_MIN_NEW+ tokens
-        block = "\n".join(lines[:n]) + "\n"
-        k = len(pred.tok.encode(block).ids)
-        if k > PASTE_MIN_NEW + 2:
-            break
-    assert PASTE_MIN_NEW < k <= FAST_MIN_NEW - 8
-    for after_paste, short in ((False, False), (True, True)):
-        pred.reset()
-        _settle(pred, SOURCE[:start])
-        before = pred.stats["short_windows"]
-        pred.predict(SOURCE[:start] + block, after_paste=after_paste)
-        assert (pred.stats["short_windows"] > before) is short
-        assert (pred._hidden is None) is short  # the prior's answer, its window pending
-
-
-@pytest.mark.parametrize("text, paste", [("x", False), ("\n    ", False), ("a\nb\n", True), ("y" * 80, True)])
-def test_what_counts_as_a_paste(text, paste):
-    from lsprotocol import types
-
-    from laya_lsp.documents import is_paste
-
-    rng = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0))
-    assert is_paste(types.TextDocumentContentChangePartial(range=rng, text=text)) is paste
-    assert not is_paste(types.TextDocumentContentChangeWholeDocument(text="a\nb\nc\n" * 30))
