@@ -636,14 +636,15 @@ def merge_lexicons(corpus: CorpusLexicon | None, extra: CorpusLexicon, weight: f
     new = np.flatnonzero(found < 0)  # extra's words the corpus lacks (sorted, as extra's are)
     cw = corpus.words
     ins = np.fromiter((cw._lower_bound(ewords[k].encode("utf-8")) for k in new.tolist()), np.int64, len(new))
+    cdata = cw.data[:] + b"\x01"  # every word followed by the separator (the last one too)
     chunks, prev = [], 0
     for k, at in zip(new.tolist(), ins.tolist()):
         if at > prev:
-            chunks.append(cw.data[cw.starts[prev] : cw.starts[at]])
+            chunks.append(cdata[cw.starts[prev] : cw.starts[at]])
         chunks.append(ewords[k].encode("utf-8") + b"\x01")
         prev = at
     if prev < len(cw):
-        chunks.append(cw.data[cw.starts[prev] :] + b"\x01")
+        chunks.append(cdata[cw.starts[prev] :])
     n = len(cw) + len(new)
     cmap = np.arange(len(cw)) + np.searchsorted(ins, np.arange(len(cw)), side="right")
     emap = found.copy()

@@ -236,3 +236,19 @@ def test_recent_lines_raise_their_identifiers(lexicons):
         scored[rec] = dict(zip([words[i] for i in range(len(words))], prior))
     assert scored[0.0]["zzz_near_name"] == scored[0.0]["zzz_far_name"]
     assert scored[0.1]["zzz_near_name"] > scored[0.1]["zzz_far_name"]
+
+
+def test_workspace_word_after_every_corpus_word_stays_a_word():
+    """A workspace identifier that sorts after the corpus's last word (``yield`` after ``return``;
+    in a real lexicon, e.g. one in a script whose letters come late in Unicode) was glued onto
+    that last word (``returnyield``), and the merged lexicon failed to build."""
+    from engine.tokenizer import load_tokenizer
+
+    tok = load_tokenizer(MODEL / "tokenizer.json")
+    corpus = new.CorpusLexicon(new.CorpusLexicon.build(["return obj.beta\n"], tok, min_context_count=1))
+    ws = new.CorpusLexicon(new.CorpusLexicon.build(["yield obj.gamma\n", "ζωή = 1\n"], tok, min_context_count=1))
+    merged = new.merge_lexicons(corpus, ws, 1.0)
+    assert list(merged.words) == sorted(set(corpus.words) | set(ws.words))
+    assert list(merged.words)[-1] == "ζωή"
+    k = merged.words.find("gamma")
+    assert merged.counts[k] > 0 and merged.words.find("return") >= 0
