@@ -47,15 +47,20 @@ class Reader:
 
     def __init__(self, scale):
         self.scale = scale
+
+
+def βήμα(x):
+    return x
 '''
 
 # Typed at the end of PROJECT_FILE. Each line stops where a user might stop and press Enter, so the
-# buffer must keep these exact prefixes (`self.sc`, `json.lo`, `JSOND`).
+# buffer must keep these exact prefixes (`self.sc`, `json.lo`, `JSOND`, `βή`).
 TYPED = '''
     def load(self, path):
         obj = self.sc
         x = json.lo
         raise JSOND
+        q = βή
         with open(path) as handle:
             return json.load(handle)
 '''
@@ -65,6 +70,7 @@ MENU_CHECKS = [
     ("        obj = self.sc", "scale"),
     ("        x = json.lo", "loads"),
     ("        raise JSOND", "JSONDecodeError"),
+    ("        q = βή", "βήμα"),  # no trigger character: the README's InsertCharPre autocommand asks
     ("        with op", "open"),
 ]
 
