@@ -92,7 +92,7 @@ class EngineConfig:
     """Additive smoothing of identifier counts inside one first token's group."""
     prior_weights: dict[str, float] = field(default_factory=lambda: {
         "doc3": 0.2, "doc2": 0.15, "doc1": 0.15, "win": 0.1, "cor3": 0.15, "cor2": 0.1, "cor1": 0.15,
-        "recent": 0.1, "long": 0.4, "wlong": 0.4})
+        "recent": 0.1, "long": 0.4, "wlong": 0.4, "seg": 0.005})
     """Interpolation weights of the n-gram prior (Jelinek-Mercer smoothing): document trigram,
     bigram and unigram, the context window's identifiers, corpus trigram, bigram and unigram (the
     corpus includes the workspace). They should sum to 1; ``recent`` comes on top: the identifiers
@@ -101,7 +101,9 @@ class EngineConfig:
     and 10 lines and 0.05-0.2 all within 0.2 points of that). ``long`` also comes on top: the
     document's long-context matches (``engine.lexicon.DocLexicon.followers``; tune packages:
     48.96 -> 49.96%, 0.2-0.8 all within 0.15 points of that), and ``wlong`` too: the workspace
-    files' long-context matches (tune packages with the workspace: 56.52 -> 57.91%)."""
+    files' long-context matches (tune packages with the workspace: 56.52 -> 57.91%), and ``seg``:
+    compound candidates, the typed head of an identifier plus a segment of the document's or the
+    corpus's identifiers (``engine.compounds``; tune packages 50.10 -> 51.71%)."""
     doc_confidence: float = 1.0
     """A document n-gram context seen ``n`` times gets ``n / (n + doc_confidence)`` of its weight
     (Witten-Bell-style: a context seen often in this document is trusted more)."""

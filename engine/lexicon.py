@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .compounds import CORPUS_SHARE, CORPUS_WORDS, MAX_COMPOUNDS, SegmentIndex, compounds
+
 PIECE_RE = re.compile(r"\n|[ \t]+|[^\W\d]\w*|\d+|[^\s\w]+|\s")
 """Python-``re`` twin of the tokenizer's pre-tokenizer (newline kept apart from indentation)."""
 IDENT_START = re.compile(r"[^\W\d]")
@@ -186,7 +188,7 @@ class DocLexicon:
     """Identifier counts and n-grams of one document (rebuilt from its whole text), and its pieces
     for long-context matches (:meth:`followers`)."""
 
-    __slots__ = ("uni", "bi", "tri", "total", "_arrays", "index")
+    __slots__ = ("uni", "bi", "tri", "total", "_arrays", "index", "segments")
 
     def __init__(self, text: str = "", pause=None):
         """Count ``text``'s identifiers and their n-gram contexts.
@@ -198,6 +200,7 @@ class DocLexicon:
                 request is being answered, so a refresh never slows a keystroke.
         """
         self._arrays = None
+        self.segments = None  # its identifiers' segments (``engine.compounds``), made with its arrays
         self.uni: Counter[str] = Counter()
         self.bi: dict[str, Counter[str]] = defaultdict(Counter)
         self.tri: dict[str, Counter[str]] = defaultdict(Counter)
@@ -476,6 +479,7 @@ class CorpusLexicon:
             raise ValueError("words, counts and first_tokens differ in length")
         self.total = float(self.counts.sum())
         self.matches: PieceIndex | None = None  # the workspace's pieces (``Predictor.build_workspace``)
+        self.segments = None  # its most frequent words' segments (``engine.compounds``), made on first use
         self.lines = None  # the workspace's lines (``engine.continuation.LineIndex``), likewise
         self._top_in_range: dict[tuple[int, int, int], np.ndarray] = {}
         for name in ("bi", "tri"):
@@ -771,6 +775,12 @@ class PoolBuilder:
             firsts[i] = self.first_token(words[i])
         arr = (words, {w: i for i, w in enumerate(words)}, counts, ccount, doc_cix, doc_dix, firsts)
         doc._arrays = (self.corpus, arr)  # valid for this corpus lexicon only (languages differ)
+        if self.weights.get("seg"):  # compound candidates' segments, here off the keystroke path
+            doc.segments = SegmentIndex.from_words(doc.uni.items())
+            if c is not None and c.segments is None:
+                top = c.top_words(CORPUS_WORDS)
+                c.segments = SegmentIndex.from_words((c.words[i], n) for i, n in
+                                                     zip(top.tolist(), c.counts[top].tolist()))
         return arr
 
     def begin(self, keys, doc: DocLexicon | None, window: Counter | None, line: list[str] = (),
@@ -985,6 +995,17 @@ class PoolBuilder:
                 parts_score.append(self.new_scores[sel])
                 parts_first.append(self.new_firsts[sel])
                 parts_word.append(([self.new_words[k] for k in sel], 0))
+        weight = self.weights.get("seg")
+        segments = self.doc.segments if weight and prefix and self.doc is not None else None
+        if segments is not None:
+            comp = compounds(prefix, ((segments, 1.0), (c.segments if c is not None else None, CORPUS_SHARE)))
+            # the best few (their first tokens cost a tokenizer call each, once); one that is a
+            # known word too comes again lower in the list, and Predictor._ranked drops it there
+            best = sorted(comp, key=comp.get, reverse=True)[:MAX_COMPOUNDS]
+            if best:
+                parts_score.append(weight * np.fromiter((comp[w] for w in best), np.float64, len(best)))
+                parts_first.append(np.fromiter((self.first_token(w) for w in best), np.int64, len(best)))
+                parts_word.append((best, 0))
         score = np.concatenate(parts_score)
         first = np.concatenate(parts_first)
         top = np.flatnonzero(score > 0)

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .compounds import MAX_COMPOUNDS
 from .config import EngineConfig, load_variant, model_path
 from .context import ContextWindow, LineCache
 from .languages import BY_NAME, UNKNOWN, Language
@@ -556,17 +557,19 @@ class Predictor:
 
     def _ranked(self, words, score: np.ndarray, typed: str, lang: Language, max_items: int) -> list[Candidate]:
         """The ``max_items`` best-scored words longer than ``typed``, best first."""
-        k = max_items + 2  # only the typed word itself is skipped below
+        k = max_items + 2 + MAX_COMPOUNDS  # the typed word and repeated compounds are skipped below
         if len(score) > 4 * k:  # the best k only (a full sort of a 1024-word pool costs ~30 us)
             top = np.sort(np.argpartition(-score, k)[:k])
             order = top[np.argsort(-score[top], kind="stable")].tolist()
         else:
             order = np.argsort(-score, kind="stable").tolist()
         out: list[Candidate] = []
+        seen: set[str] = set()  # a compound (``engine.compounds``) may also be a known word
         plain = "word" if lang.name == "prose" else "identifier"
         for i in order:
             w = words[i]
-            if len(w) > len(typed):
+            if len(w) > len(typed) and w not in seen:
+                seen.add(w)
                 out.append(Candidate(w, float(score[i]), "keyword" if w in lang.keywords else plain))
                 if len(out) >= max_items:
                     break

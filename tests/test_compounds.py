@@ -1,0 +1,89 @@
+"""Compound candidates (``engine.compounds``): a typed head plus a segment seen elsewhere, in the
+head's style, offered by the candidate filter and ranked first where nothing else fits."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+
+import pytest
+
+from engine import compounds as C
+
+
+def test_segments_of_identifiers():
+    assert C.SEGMENT_RE.findall("parseHTTPHeader_v2") == ["parse", "HTTP", "Header", "v", "2"]
+    index = C.SegmentIndex.from_words([("use_months", 2), ("MONTHS_PER_YEAR", 1), ("x", 5)])
+    assert index.segments == ["months", "per", "use", "year"]  # one-letter segments are dropped
+    assert index.counts.tolist() == [3.0, 1.0, 2.0, 1.0]
+
+
+@pytest.mark.parametrize("typed, expected", [
+    ("num_mo", [("num_", "mo", "lower")]),
+    ("num_", [("num_", "", "lower")]),
+    ("MAX_W", [("MAX_", "W", "upper")]),
+    ("_DEFAULT_AL", [("_DEFAULT_", "AL", "upper")]),
+    ("rowTy", [("row", "Ty", "cap")]),
+    ("UnusedIm", [("Unused", "Im", "cap")]),
+    ("getHTTP", []),  # "HTTP" cannot grow into a capitalised segment
+    ("__in", []),  # no segment before the underscores
+    ("num_Mo", []),  # a lowercase head takes lowercase segments
+    ("plain", []),
+    ("a_b_c", [("a_b_", "c", "lower")]),  # "b_c" is no segment's start
+])
+def test_boundaries(typed, expected):
+    assert C.boundaries(typed) == expected
+
+
+def test_compounds_take_the_heads_style_and_sum_the_sources():
+    doc = C.SegmentIndex(Counter({"months": 3, "mode": 1, "width": 2}))
+    corpus = C.SegmentIndex(Counter({"months": 10, "module": 30}))
+    got = C.compounds("num_mo", [(doc, 1.0), (corpus, 0.1)])
+    assert set(got) == {"num_months", "num_mode", "num_module"}
+    assert got["num_months"] == pytest.approx(3 / 6 + 0.1 * 10 / 40)
+    assert max(got, key=got.get) == "num_months"
+    assert set(C.compounds("MAX_W", [(doc, 1.0)])) == {"MAX_WIDTH"}
+    assert set(C.compounds("maxWi", [(doc, 1.0)])) == {"maxWidth"}
+    assert C.compounds("num_months", [(doc, 1.0)]) == {}  # nothing longer than what is typed
+    assert C.compounds("num_mo", [(None, 1.0), (C.SegmentIndex(Counter()), 1.0)]) == {}
+
+
+def test_top_keeps_the_most_frequent_segments():
+    index = C.SegmentIndex(Counter({f"seg{i:03d}": i for i in range(100)}))
+    top = index.top("seg", 5)
+    assert [s for s, _ in top] == ["seg099", "seg098", "seg097", "seg096", "seg095"]
+    assert top[0][1] == pytest.approx(99 / sum(range(100)))
+    assert index.top("seg", 5) is top  # remembered
+
+
+DOC = """\
+def frobnicate(items):
+    zorblax_total = 0
+    for item in items:
+        zorblax_total += item.weight
+    return zorblax_total
+
+
+def report(items):
+    count = len(items)
+    quuxed_
+"""
+
+
+def test_the_server_engine_offers_a_compound_first():
+    """``quuxed_zo`` is in no lexicon and not in the document, but ``zorblax`` is a segment of a
+    document name: the compound comes first; with the ``seg`` weight at 0 it is not offered."""
+    from engine.predictor import Predictor
+
+    p = Predictor.load()
+    assert p.config.prior_weights["seg"] > 0
+    p.observe_document("file:///a.py", DOC, "python")
+    prefix = DOC.rstrip("\n") + "zo"
+    items = [c.text for c in p.predict(prefix, doc_id="file:///a.py")]
+    assert items and items[0] == "quuxed_zorblax", items
+    p.config = replace(p.config, prior_weights={**p.config.prior_weights, "seg": 0.0})
+    p._pools.clear()
+    p.reset()
+    p.observe_document("file:///a.py", DOC, "python")
+    items = [c.text for c in p.predict(prefix, doc_id="file:///a.py")]
+    assert "quuxed_zorblax" not in items
