@@ -5,15 +5,17 @@ language the engine knows (``engine.languages.for_path``), grouped by language. 
 ``.gitignore`` files it meets (and ``.git/info/exclude``), with git's rules as implemented by
 ``pathspec.GitIgnoreSpec``; it never enters version-control folders, ``node_modules``, virtual
 environments (a folder named ``.venv``/``venv`` or holding ``pyvenv.cfg``) or build output; it
-skips binary files (a NUL byte in the first 8 KB), files over 1 MB and symbolic links that lead out
-of the folder, and stops at 20,000 files or 30 MB of text. It reads nothing outside the folders:
-not the user's global git excludes, not a symlinked folder (never followed).
+skips binary files (a NUL byte in the first 8 KB), files over 1 MB, symbolic links that lead out
+of the folder and folders nested over 64 deep, and stops at 20,000 files, 30 MB of text or 500,000
+directory entries. It reads nothing outside the folders: not the user's global git excludes, not a
+symlinked folder (never followed), not the rules of a ``.git`` linked elsewhere.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
@@ -32,7 +34,11 @@ MAX_BYTES = 30_000_000
 MAX_FILE_BYTES = 1_000_000
 """Larger files are skipped: generated code, bundles and data, not what the user types."""
 MAX_ENTRIES = 500_000
-"""Most directory entries looked at (a tree of many non-source files stops here)."""
+"""Most directory entries looked at, folders included (a tree of many non-source files or empty
+folders stops here)."""
+MAX_DEPTH = 64
+"""Folders nested deeper than this are not entered (a tree ~1,000 deep overflowed ``os.walk``'s
+recursion and ended the whole walk)."""
 BINARY_PROBE = 8192
 """A file with a NUL byte in its first this-many bytes is binary (git's own test)."""
 
@@ -59,33 +65,58 @@ class WorkspaceFiles:
     """The bound that ended the walk early (``"20000 files"``, ...), or ``"cancelled"``."""
 
 
-class _Ignores:
-    """The ``.gitignore`` rules in force in one folder: ``(base, spec)`` from the top down."""
+def _specs(lines: list[str]) -> tuple[pathspec.GitIgnoreSpec, pathspec.PathSpec]:
+    """One ``.gitignore``'s rules for files (``GitIgnoreSpec``: git's rules) and for folders (plain
+    last-match-wins: ``GitIgnoreSpec`` lets ``*`` win over a later ``!*/`` for a folder, which
+    would hide every folder of the common "ignore all but ..." idiom). A line git would not take
+    (``!`` alone, ``[z-a]``, a trailing ``\\``) is dropped; the others stay in force, as in git."""
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(lines), pathspec.PathSpec.from_lines("gitignore", lines)
+    except (ValueError, re.error):
+        good = []
+        for line in lines:
+            try:
+                pathspec.GitIgnoreSpec.from_lines([line])
+                pathspec.PathSpec.from_lines("gitignore", [line])
+            except (ValueError, re.error):
+                log.debug("workspace: .gitignore line %r dropped (not a valid pattern)", line)
+                continue
+            good.append(line)
+        return pathspec.GitIgnoreSpec.from_lines(good), pathspec.PathSpec.from_lines("gitignore", good)
 
-    def __init__(self, rules: tuple[tuple[str, pathspec.GitIgnoreSpec], ...] = ()) -> None:
+
+class _Ignores:
+    """The ``.gitignore`` rules in force in one folder: ``(base, file spec, folder spec)`` from the
+    top down."""
+
+    def __init__(self, rules: tuple[tuple[str, pathspec.GitIgnoreSpec, pathspec.PathSpec], ...] = ()) -> None:
         self.rules = rules
 
     def child(self, base: str, lines: list[str]) -> _Ignores:
-        spec = pathspec.GitIgnoreSpec.from_lines(lines)
-        return _Ignores(self.rules + ((base, spec),)) if len(spec.patterns) else self
+        files, folders = _specs(lines)
+        return _Ignores(self.rules + ((base, files, folders),)) if len(files.patterns) else self
 
     def ignored(self, rel: str, is_dir: bool) -> bool:
         """Is ``rel`` (posix, relative to the walked folder) ignored? A deeper file's verdict wins
         over a shallower one's, and the last matching pattern in a file wins (git's rules)."""
         verdict = False
-        for base, spec in self.rules:
+        for base, files, folders in self.rules:
             sub = rel[len(base) + 1:] if base else rel
-            result = spec.check_file(sub + "/" if is_dir else sub)
+            result = folders.check_file(sub + "/") if is_dir else files.check_file(sub)
             if result.include is not None:
                 verdict = result.include
         return verdict
 
 
-def _read_rules(path: Path) -> list[str]:
+def _read_rules(path: Path, root: str) -> list[str]:
+    """The lines of a rules file inside ``root`` (none for a file reached through a symbolic link
+    out of it, as ``.git`` linked elsewhere would be); a UTF-8 byte order mark is dropped, as git
+    drops it."""
     try:
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_FILE_BYTES:
+        if (path.is_symlink() or not path.is_file() or not _inside(os.path.realpath(path), root)
+                or path.stat().st_size > MAX_FILE_BYTES):
             return []
-        return path.read_text("utf-8", errors="replace").splitlines()
+        return path.read_text("utf-8-sig", errors="replace").splitlines()
     except OSError:
         return []
 
@@ -122,18 +153,28 @@ def read_workspace(folders: list[str | Path], *, max_files: int = MAX_FILES, max
     roots = sorted({os.path.realpath(f) for f in folders if os.path.isdir(f)})
     roots = [r for r in roots if not any(o != r and _inside(r, o) for o in roots)]
     for root in roots:
-        ignores = {root: _Ignores().child("", _read_rules(Path(root, ".git", "info", "exclude")))}
+        ignores = {root: _Ignores().child("", _read_rules(Path(root, ".git", "info", "exclude"), root))}
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
             here = ignores.pop(dirpath)
+            entries += 1 + len(dirnames)  # folders count too: a tree of empty folders is bounded
+            if entries > max_entries:
+                out.stopped = f"{max_entries} directory entries"
+            elif stop is not None and stop.is_set():
+                out.stopped = "cancelled"
+            if out.stopped:
+                break
             rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
             rel_dir = "" if rel_dir == "." else rel_dir
             if ".gitignore" in filenames:
-                here = here.child(rel_dir, _read_rules(Path(dirpath, ".gitignore")))
+                here = here.child(rel_dir, _read_rules(Path(dirpath, ".gitignore"), root))
+            deep = rel_dir.count("/") + 1 >= MAX_DEPTH if rel_dir else MAX_DEPTH <= 0
             keep = []
             for name in sorted(dirnames):
                 rel = f"{rel_dir}/{name}" if rel_dir else name
                 path = os.path.join(dirpath, name)
-                if os.path.islink(path):
+                if deep:
+                    out.skipped["too deep"] += 1
+                elif os.path.islink(path):
                     out.skipped["symlink"] += 1
                 elif _is_skipped_dir(path, name):
                     out.skipped["skipped folder"] += 1

@@ -115,3 +115,66 @@ def test_stop_event_and_nested_or_missing_folders(tmp_path):
     stop.set()
     ws = read_workspace([tmp_path], stop=stop)
     assert ws.files == 0 and ws.stopped == "cancelled"
+
+
+@pytest.mark.parametrize("bad", ["!", "[z-a]", "trailing\\"])
+def test_a_line_git_would_not_take_drops_only_that_line(tmp_path, bad):
+    """pathspec raises on lines git passes over; the rest of the file stays in force (it was the
+    whole index that failed)."""
+    _write(tmp_path, "pkg/.gitignore", f"{bad}\nhidden*.py\n")
+    _write(tmp_path, "pkg/hidden_one.py", "def hidden_one(): pass\n")
+    _write(tmp_path, "pkg/shown.py", "def kept(): pass\n")
+    _write(tmp_path, "top.py", "def kept_top(): pass\n")
+    ws = read_workspace([tmp_path])
+    assert _names(ws) == {"kept", "kept_top"}
+
+
+def test_gitignore_idioms_git_keeps(tmp_path):
+    # "ignore everything but Python files": folders are re-included by !*/, as git does
+    _write(tmp_path, "a/.gitignore", "*\n!*/\n!*.py\n")
+    _write(tmp_path, "a/src/core.py", "def kept_core(): pass\n")
+    _write(tmp_path, "a/src/skip.go", "func hidden_go() {}\n")
+    # a byte order mark (Windows Notepad) before the first pattern: git drops it
+    _write(tmp_path, "b/.gitignore", data="\ufeffsecret_gen.py\n".encode("utf-8"))
+    _write(tmp_path, "b/secret_gen.py", "def hidden_bom(): pass\n")
+    _write(tmp_path, "b/main.py", "def kept_b(): pass\n")
+    ws = read_workspace([tmp_path])
+    assert _names(ws) == {"kept_core", "kept_b"}
+
+
+def test_deep_trees_and_empty_folders_are_bounded(tmp_path, monkeypatch):
+    import laya_lsp.workspace as W
+
+    deep = tmp_path / "deep"
+    path = str(deep)
+    os.mkdir(path)
+    for _ in range(1100):  # os.walk recursed past Python's limit: no index at all
+        path = os.path.join(path, "d")
+        os.mkdir(path)  # one at a time: os.makedirs recurses too
+    with open(os.path.join(path, "x.py"), "w") as fh:
+        fh.write("def hidden_deep(): pass\n")
+    _write(deep, "d/near.py", "def kept_near(): pass\n")
+    ws = read_workspace([deep])
+    assert _names(ws) == {"kept_near"} and ws.skipped["too deep"] == 1
+    # folders count as entries, and the stop event is seen per folder: a tree of empty folders
+    # cannot keep a cancelled or bounded walk going
+    wide = tmp_path / "wide"
+    for i in range(300):
+        (wide / f"e{i:03d}" / "f").mkdir(parents=True)
+    ws = read_workspace([wide], max_entries=100)
+    assert ws.stopped == "100 directory entries"
+    stop = threading.Event()
+    stop.set()
+    assert read_workspace([wide], stop=stop).stopped == "cancelled"
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symlinks")
+def test_rules_behind_a_symlinked_git_folder_are_not_read(tmp_path):
+    """``.git`` linked to a folder outside: its ``info/exclude`` is outside and is not read."""
+    outside = tmp_path / "outside"
+    _write(outside, "info/exclude", "*.py\n")
+    root = tmp_path / "root"
+    _write(root, "in.py", "def kept(): pass\n")
+    (root / ".git").symlink_to(outside, target_is_directory=True)
+    ws = read_workspace([root])
+    assert _names(ws) == {"kept"}
