@@ -6,7 +6,9 @@ is loaded, ``Predictor.build_workspace`` counts them on the same thread and ``se
 installs the result on the engine thread (a background job: a completion never waits for it).
 ``didChangeWorkspaceFolders``, ``didSave`` and ``didChangeWatchedFiles`` (registered dynamically
 where the client allows) start a full re-index, at most once per :data:`REINDEX_INTERVAL_S`; a
-newer index stops an older one. Each index shows work-done progress titled "Laya: indexing
+change of folders stops an index under way, a changed file lets it finish and re-indexes after it
+(saves every few seconds, as an editor's autosave sends them, stopped every index of a large
+workspace before it was installed). Each index shows work-done progress titled "Laya: indexing
 workspace" (the replay client's ``wait_for_workspace`` waits for its end). The ``workspaceIndex``
 option turns all of it off.
 """
@@ -75,6 +77,7 @@ class WorkspaceIndex:
         self.generation = 0
         self._stop = threading.Event()
         self._task: asyncio.Task | None = None
+        self._pending: str | None = None  # a file change seen while an index ran: re-index after it
         self._watching = False
         self.last: WorkspaceFiles | None = None
         """What the last completed index read, less the texts (for logs and tests)."""
@@ -109,7 +112,7 @@ class WorkspaceIndex:
         for f in event.removed or []:
             self.folders.pop(f.uri, None)
         self._add(f.uri for f in event.added or [])
-        self.request("workspace folders changed")
+        self.request("workspace folders changed", supersede=True)
         self._watch()
 
     def in_workspace(self, uri: str) -> bool:
@@ -129,11 +132,16 @@ class WorkspaceIndex:
         return False
 
     # -- indexing ----------------------------------------------------------------------------------
-    def request(self, reason: str) -> None:
-        """Re-index soon (throttled). Loop thread."""
+    def request(self, reason: str, supersede: bool = False) -> None:
+        """Re-index soon (throttled). With ``supersede`` (the folders changed) an index under way
+        is stopped; otherwise (a file changed) it finishes, and the re-index follows it. Loop thread."""
         if not self.enabled:
             return
         log.debug("workspace re-index requested: %s", reason)
+        if not supersede and self._task is not None and not self._task.done():
+            self._pending = reason
+            return
+        self._pending = None
         self.throttle.trigger("workspace", self._launch)
 
     def _launch(self) -> None:
@@ -172,6 +180,9 @@ class WorkspaceIndex:
             outcome = "failed (see the log)"
         finally:
             progress.end(outcome)
+            if generation == self.generation and self._pending is not None:
+                reason, self._pending = self._pending, None
+                asyncio.get_running_loop().call_soon(self.request, f"after the last index: {reason}")
 
     def _install(self, predictor, merged) -> concurrent.futures.Future:
         """Queue ``set_workspace`` on the engine thread; the future resolves once it has run."""

@@ -280,3 +280,65 @@ def test_client_that_never_answers_progress_create_still_gets_the_workspace(tmp_
         creates = [m for m in s.messages if m.get("method") == "window/workDoneProgress/create"]
         assert creates, "the server did not ask for progress (the case under test)"
         assert s.exit() == 0
+
+
+def test_changed_files_let_a_running_index_finish(tmp_path: Path, monkeypatch):
+    """Saves while an index runs wait for it and re-index once after it (an autosave every few
+    seconds used to stop each index of a large workspace before it was installed); a change of
+    folders stops it."""
+    import threading
+
+    import laya_lsp.workspace_index as wi
+    from laya_lsp.workspace import WorkspaceFiles
+
+    gate = threading.Event()
+    walks: list[threading.Event] = []
+
+    def slow_walk(folders, stop=None):
+        walks.append(stop)
+        gate.wait(30)
+        return WorkspaceFiles()
+
+    class Model:
+        async def wait(self):
+            return None  # the index ends at "model not loaded": the scheduling is under test
+
+    class Server:
+        client_supports_progress = False
+        model = Model()
+
+    monkeypatch.setattr(wi, "read_workspace", slow_walk)
+
+    async def scenario():
+        index = wi.WorkspaceIndex(Server())
+        index.enabled = True
+        index.throttle.interval_s = 0.0
+        index.folders = {tmp_path.as_uri(): str(tmp_path)}
+        try:
+            index.request("initialized")
+            await asyncio.sleep(0.1)
+            first = index._task
+            for i in range(5):
+                index.request(f"saved {i}")
+                await asyncio.sleep(0.02)
+            assert index._task is first and len(walks) == 1 and not walks[0].is_set()
+            gate.set()
+            await first
+            await asyncio.sleep(0.2)
+            assert len(walks) == 2  # one re-index for the five saves, after the first one
+            await index._task
+            gate.clear()
+            index.request("saved again")
+            await asyncio.sleep(0.1)
+            index.request("workspace folders changed", supersede=True)
+            await asyncio.sleep(0.1)
+            assert walks[2].is_set() and len(walks) == 3  # stopped; the new walk waits its turn
+            gate.set()
+            await asyncio.sleep(0.3)
+            assert len(walks) == 4
+            await index._task
+        finally:
+            gate.set()
+            index.shutdown()
+
+    asyncio.run(scenario())

@@ -146,16 +146,23 @@ def test_deep_trees_and_empty_folders_are_bounded(tmp_path, monkeypatch):
     import laya_lsp.workspace as W
 
     deep = tmp_path / "deep"
-    path = str(deep)
-    os.mkdir(path)
+    chain = [str(deep)]
     for _ in range(1100):  # os.walk recursed past Python's limit: no index at all
-        path = os.path.join(path, "d")
+        chain.append(os.path.join(chain[-1], "d"))
+    for path in chain:
         os.mkdir(path)  # one at a time: os.makedirs recurses too
-    with open(os.path.join(path, "x.py"), "w") as fh:
+    deepest = os.path.join(chain[-1], "x.py")
+    with open(deepest, "w") as fh:
         fh.write("def hidden_deep(): pass\n")
     _write(deep, "d/near.py", "def kept_near(): pass\n")
-    ws = read_workspace([deep])
-    assert _names(ws) == {"kept_near"} and ws.skipped["too deep"] == 1
+    try:
+        ws = read_workspace([deep])
+        assert _names(ws) == {"kept_near"} and ws.skipped["too deep"] == 1
+    finally:  # bottom up: shutil.rmtree (pytest's clean-up of old runs) recurses too
+        os.remove(deepest)
+        os.remove(deep / "d" / "near.py")
+        for path in reversed(chain):
+            os.rmdir(path)
     # folders count as entries, and the stop event is seen per folder: a tree of empty folders
     # cannot keep a cancelled or bounded walk going
     wide = tmp_path / "wide"
