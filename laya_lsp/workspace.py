@@ -5,7 +5,8 @@ language the engine knows (``engine.languages.for_path``), grouped by language. 
 ``.gitignore`` files it meets (and ``.git/info/exclude``), with git's rules as implemented by
 ``pathspec.GitIgnoreSpec``; it never enters version-control folders, ``node_modules``, virtual
 environments (a folder named ``.venv``/``venv`` or holding ``pyvenv.cfg``) or build output; it
-skips binary files (a NUL byte in the first 8 KB), files over 1 MB, symbolic links that lead out
+skips binary files (a NUL byte in the first 8 KB, unless the file starts with a UTF-16 byte order
+mark; files that are not UTF-8 are read as Windows-1252), files over 1 MB, symbolic links that lead out
 of the folder and folders nested over 64 deep, and stops at 20,000 files, 30 MB of text or 500,000
 directory entries. It reads nothing outside the folders: not the user's global git excludes, not a
 symlinked folder (never followed), not the rules of a ``.git`` linked elsewhere.
@@ -247,7 +248,14 @@ def _read_source(path: str, root: str, seen: set[str], max_file_bytes: int,
     if len(data) > max_file_bytes:
         out.skipped["too large"] += 1
         return None
-    if b"\0" in data[:BINARY_PROBE]:
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):  # UTF-16 with a byte order mark (NULs are expected)
+        text = data.decode("utf-16", errors="replace")
+    elif b"\0" in data[:BINARY_PROBE]:
         out.skipped["binary"] += 1
         return None
-    return data.decode("utf-8", errors="replace").replace("\r\n", "\n")
+    else:
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError:  # a legacy 8-bit file (PEP 263's latin-1): its letters stay whole
+            text = data.decode("cp1252", errors="replace")
+    return text.replace("\r\n", "\n")

@@ -185,3 +185,15 @@ def test_rules_behind_a_symlinked_git_folder_are_not_read(tmp_path):
     (root / ".git").symlink_to(outside, target_is_directory=True)
     ws = read_workspace([root])
     assert _names(ws) == {"kept"}
+
+
+def test_legacy_encodings_keep_their_letters(tmp_path):
+    """A latin-1 file was decoded as UTF-8 with replacement (``größe_berechnen`` became ``gr``,
+    two U+FFFD, ``e_berechnen``, and the fragment could be suggested); a UTF-16 file with a byte
+    order mark was skipped as binary."""
+    _write(tmp_path, "legacy.py", data="def größe_berechnen(): pass\n".encode("latin-1"))
+    _write(tmp_path, "wide.py", data="def breite_messen(): pass\r\n".encode("utf-16"))
+    _write(tmp_path, "bom8.py", data="def mit_bom(): pass\n".encode("utf-8-sig"))
+    ws = read_workspace([tmp_path])
+    assert _names(ws) == {"größe_berechnen", "breite_messen", "mit_bom"}
+    assert not any("\ufffd" in t or "\ufeff" in t for t in ws.texts["python"])
