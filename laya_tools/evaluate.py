@@ -115,13 +115,28 @@ def targets(text: str, language: str = "python"):
     return out
 
 
-def _pygments_targets(text: str, language: str):
+CLOSE_COMMENT = "\n*/"
+"""Lexed after a text: a file cut inside a block comment (``--max-chars``) ends it, so the words of
+that comment's last lines are comment, not identifiers (Pygments lexes an unterminated ``/*`` as
+code: held-out TypeScript counted JSDoc words as identifiers to type)."""
+
+
+def _lexed(text: str, language: str):
+    """Pygments' ``(start, token type, value)`` for ``text`` (C-family block comment closed at its end)."""
     from pygments.lexers import get_lexer_by_name
-    from pygments.token import Keyword, Name
 
     lexer = get_lexer_by_name(language, stripnl=False, ensurenl=False)
+    for start, ttype, value in lexer.get_tokens_unprocessed(text + CLOSE_COMMENT):
+        if start >= len(text):
+            break
+        yield start, ttype, value[: len(text) - start]
+
+
+def _pygments_targets(text: str, language: str):
+    from pygments.token import Keyword, Name
+
     out = []
-    for start, ttype, value in lexer.get_tokens_unprocessed(text):
+    for start, ttype, value in _lexed(text, language):
         value = value.removesuffix("!")  # a Rust macro call: the name is typed, then the "!"
         if (ttype in Name or ttype in Keyword) and len(value) >= 2 and IDENT.fullmatch(value):
             out.append((start, value))
@@ -382,12 +397,10 @@ def comment_targets(text: str, language: str):
     """``(start offset, word)`` for every word of 2+ characters inside a comment (Pygments'
     Comment tokens, less preprocessor lines, their file names and shebangs): what a user types
     in comments."""
-    from pygments.lexers import get_lexer_by_name
     from pygments.token import Comment
 
-    lexer = get_lexer_by_name(language, stripnl=False, ensurenl=False)
     out = []
-    for start, ttype, value in lexer.get_tokens_unprocessed(text):
+    for start, ttype, value in _lexed(text, language):
         if ttype in Comment and not any(ttype in t for t in (Comment.Preproc, Comment.PreprocFile, Comment.Hashbang)):
             out.extend((start + m.start(), m.group()) for m in _COMMENT_WORD.finditer(value)
                        if len(m.group()) >= 2)

@@ -154,3 +154,17 @@ def test_comment_context_is_the_comment_block_as_prose():
     assert comment_context("y = f(x)  # the new ") == "the new "
     assert comment_context("/**\n * Opens a\n * file and") == "\nOpens a\nfile and"
     assert comment_context("int x; // done\nint y; // a") == "a"
+
+
+@pytest.mark.parametrize("language", ["typescript", "javascript", "go", "rust", "c"])
+def test_a_file_cut_inside_a_block_comment_has_no_comment_targets(language):
+    """Held-out files are cut at ``--max-chars``; cut inside ``/** ... */``, Pygments lexed the
+    comment's words as code and they counted as identifiers to type."""
+    code = {"typescript": "let total = count\n", "javascript": "let total = count\n",
+            "go": "var total = count\n", "rust": "let total = count;\n", "c": "int total = count;\n"}[language]
+    text = code + "/**\n * Prepares the pending query.\n * @param serializeData - Optional transform"
+    words = [w for _, w in targets(text, language)]
+    assert "total" in words and "count" in words
+    assert not {"Prepares", "pending", "serializeData", "Optional", "transform"} & set(words), words
+    if language != "rust":  # Rust's /** */ is a doc comment, a string to Pygments
+        assert "transform" in [w for _, w in comment_targets(text, language)]
