@@ -39,6 +39,8 @@ CORPUS_SHARE = 0.1
 1.0 measured 51.65% against 51.71% at 0.1)."""
 MAX_COMPOUNDS = 8
 """Most compounds a pool takes for one typed prefix (the best by share)."""
+PAUSE_EVERY = 512
+"""Identifiers counted between two calls of :meth:`SegmentIndex.from_words`'s ``pause``."""
 TOPS_CACHED = 512
 """Most tails whose best segments :meth:`SegmentIndex.top` remembers per index."""
 
@@ -55,10 +57,14 @@ class SegmentIndex:
         self._tops: dict[str, list[tuple[str, float]]] = {}
 
     @classmethod
-    def from_words(cls, pairs) -> "SegmentIndex":
-        """Count the segments of ``(identifier, count)`` pairs, each weighted by its count."""
+    def from_words(cls, pairs, pause=None) -> "SegmentIndex":
+        """Count the segments of ``(identifier, count)`` pairs, each weighted by its count;
+        ``pause`` (or None) is called every :data:`PAUSE_EVERY` pairs (as a document's counting
+        does: the 21,000 identifiers of a 4.7 MB file take ~35 ms)."""
         counted: Counter[str] = Counter()
-        for word, n in pairs:
+        for k, (word, n) in enumerate(pairs):
+            if pause is not None and k % PAUSE_EVERY == 0:
+                pause()
             for s in SEGMENT_RE.findall(word):
                 if len(s) >= MIN_SEGMENT:
                     counted[s.lower()] += n

@@ -200,7 +200,6 @@ class DocLexicon:
                 request is being answered, so a refresh never slows a keystroke.
         """
         self._arrays = None
-        self.segments = None  # its identifiers' segments (``engine.compounds``), made with its arrays
         self.uni: Counter[str] = Counter()
         self.bi: dict[str, Counter[str]] = defaultdict(Counter)
         self.tri: dict[str, Counter[str]] = defaultdict(Counter)
@@ -217,6 +216,7 @@ class DocLexicon:
                 self.bi[k2][p] += 1
                 self.tri[_key3(k3)][p] += 1
         self.total = sum(self.uni.values())
+        self.segments = SegmentIndex.from_words(self.uni.items(), pause)  # for compound candidates
 
     def followers(self, before: list[str], **kw) -> dict[str, float]:
         """The document's long-context matches (:meth:`PieceIndex.followers`)."""
@@ -775,8 +775,7 @@ class PoolBuilder:
             firsts[i] = self.first_token(words[i])
         arr = (words, {w: i for i, w in enumerate(words)}, counts, ccount, doc_cix, doc_dix, firsts)
         doc._arrays = (self.corpus, arr)  # valid for this corpus lexicon only (languages differ)
-        if self.weights.get("seg"):  # compound candidates' segments, here off the keystroke path
-            doc.segments = SegmentIndex.from_words(doc.uni.items())
+        if self.weights.get("seg"):  # the corpus's segments for compounds, here off the keystroke path
             if c is not None and c.segments is None:
                 top = c.top_words(CORPUS_WORDS)
                 c.segments = SegmentIndex.from_words((c.words[i], n) for i, n in

@@ -83,6 +83,7 @@ def test_the_server_engine_offers_a_compound_first():
     assert items and items[0] == "quuxed_zorblax", items
     p.config = replace(p.config, prior_weights={**p.config.prior_weights, "seg": 0.0})
     p._pools.clear()
+    p.pool = p._pool_for(p.language)
     p.reset()
     p.observe_document("file:///a.py", DOC, "python")
     items = [c.text for c in p.predict(prefix, doc_id="file:///a.py")]
