@@ -122,6 +122,16 @@ def _read_rules(path: Path, root: str) -> list[str]:
         return []
 
 
+def _stopped(out: WorkspaceFiles, entries: int, max_entries: int, stop: threading.Event | None) -> bool:
+    """Whether the walk must end here: too many entries looked at, or a newer walk's stop (said in
+    ``out.stopped``)."""
+    if entries > max_entries:
+        out.stopped = f"{max_entries} directory entries"
+    elif stop is not None and stop.is_set():
+        out.stopped = "cancelled"
+    return out.stopped is not None
+
+
 def _is_skipped_dir(path: str, name: str) -> bool:
     return (name in SKIP_DIRS or name.endswith(".egg-info")
             or os.path.exists(os.path.join(path, "pyvenv.cfg")))  # a virtual environment under any name
@@ -158,11 +168,7 @@ def read_workspace(folders: list[str | Path], *, max_files: int = MAX_FILES, max
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
             here = ignores.pop(dirpath)
             entries += 1 + len(dirnames)  # folders count too: a tree of empty folders is bounded
-            if entries > max_entries:
-                out.stopped = f"{max_entries} directory entries"
-            elif stop is not None and stop.is_set():
-                out.stopped = "cancelled"
-            if out.stopped:
+            if _stopped(out, entries, max_entries, stop):
                 break
             rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
             rel_dir = "" if rel_dir == "." else rel_dir
@@ -187,11 +193,7 @@ def read_workspace(folders: list[str | Path], *, max_files: int = MAX_FILES, max
             dirnames[:] = keep  # os.walk descends only into these
             for name in sorted(filenames):
                 entries += 1
-                if entries > max_entries:
-                    out.stopped = f"{max_entries} directory entries"
-                elif stop is not None and stop.is_set():
-                    out.stopped = "cancelled"
-                if out.stopped:
+                if _stopped(out, entries, max_entries, stop):
                     break
                 lang = for_path(name)
                 if lang not in CODE_LANGUAGES:  # prose (README.md, notes.txt) is not indexed
