@@ -103,7 +103,7 @@ class EngineConfig:
     48.96 -> 49.96%, 0.2-0.8 all within 0.15 points of that), and ``wlong`` too: the workspace
     files' long-context matches (tune packages with the workspace: 56.52 -> 57.91%), and ``seg``:
     compound candidates, the typed head of an identifier plus a segment of the document's or the
-    corpus's identifiers (``engine.compounds``; tune packages 50.10 -> 51.71%)."""
+    corpus's identifiers (``engine.compounds``; tune packages 50.10 -> 51.87%)."""
     doc_confidence: float = 1.0
     """A document n-gram context seen ``n`` times gets ``n / (n + doc_confidence)`` of its weight
     (Witten-Bell-style: a context seen often in this document is trusted more)."""
