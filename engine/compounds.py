@@ -37,6 +37,9 @@ Python identifiers took 0.6 s; 20k take ~0.08 s)."""
 CORPUS_SHARE = 0.1
 """A corpus segment's share counts this much against a document segment's (tune packages:
 1.0 measured 51.65% against 51.71% at 0.1)."""
+MAX_TYPED = 64
+"""Longer typed prefixes get no compounds (finding the boundaries of a 10,000-character one took
+~1 s)."""
 MAX_COMPOUNDS = 8
 """Most compounds a pool takes for one typed prefix (the best by share)."""
 PAUSE_EVERY = 512
@@ -58,14 +61,21 @@ class SegmentIndex:
 
     @classmethod
     def from_words(cls, pairs, pause=None) -> "SegmentIndex":
-        """Count the segments of ``(identifier, count)`` pairs, each weighted by its count;
-        ``pause`` (or None) is called every :data:`PAUSE_EVERY` pairs (as a document's counting
-        does: the 21,000 identifiers of a 4.7 MB file take ~35 ms)."""
+        """Count the segments of the compound identifiers among ``(identifier, count)`` pairs,
+        each weighted by its count: ASCII identifiers of two or more segments, so keywords and
+        the words of comments (``return``, ``the``) are no segments, nor are the ASCII runs of
+        ``café``. ``pause`` (or None) is called every :data:`PAUSE_EVERY` pairs (as a document's
+        counting does: the 21,000 identifiers of a 4.7 MB file take ~35 ms)."""
         counted: Counter[str] = Counter()
         for k, (word, n) in enumerate(pairs):
             if pause is not None and k % PAUSE_EVERY == 0:
                 pause()
-            for s in SEGMENT_RE.findall(word):
+            if not word.isascii():
+                continue
+            segs = SEGMENT_RE.findall(word)
+            if len(segs) < 2:
+                continue
+            for s in segs:
                 if len(s) >= MIN_SEGMENT:
                     counted[s.lower()] += n
         return cls(counted)
@@ -95,19 +105,25 @@ class SegmentIndex:
 
 def boundaries(typed: str) -> list[tuple[str, str, str]]:
     """``(head, tail, style)`` for each segment boundary in ``typed`` whose tail can still grow
-    into a segment: after an ``_`` (the head's letters all upper: ``upper``, else ``lower``; the
-    tail, possibly empty, in that case) or at a camelCase hump (``cap``: the tail one capital then
-    lowercase letters)."""
+    into a segment: after a single ``_`` (the head's letters all upper: ``upper``, else
+    ``lower``; the tail in that case) or at a camelCase hump (``cap``: the tail one capital then
+    lowercase letters). The tail has at least one character: right after ``x_`` any segment is a
+    guess (the tune packages measured the same without those). None in a prefix over
+    :data:`MAX_TYPED` characters, and none after ``__`` (``__name__`` is a finished name)."""
     out = []
     n = len(typed)
+    if n > MAX_TYPED:
+        return out
+    letters = upper = False  # whether the head has letters, and all of them upper case
     for k in range(1, n + 1):
         prev = typed[k - 1]
+        if prev.isalpha():
+            upper = prev.isupper() if not letters else upper and prev.isupper()
+            letters = True
         if prev == "_":
             head, tail = typed[:k], typed[k:]
-            letters = [ch for ch in head if ch.isalpha()]
-            if not letters:
-                continue  # ``_`` or ``__``: no segment before it
-            upper = all(ch.isupper() for ch in letters)
+            if not letters or (k > 1 and typed[k - 2] == "_") or k == n:
+                continue  # ``_`` or ``__``: no segment before it, a dunder's end, or no tail yet
             if tail and not (tail.isupper() if upper else tail.islower()):
                 continue
             if not tail.isascii() or "_" in tail:

@@ -13,14 +13,21 @@ from engine import compounds as C
 
 def test_segments_of_identifiers():
     assert C.SEGMENT_RE.findall("parseHTTPHeader_v2") == ["parse", "HTTP", "Header", "v", "2"]
-    index = C.SegmentIndex.from_words([("use_months", 2), ("MONTHS_PER_YEAR", 1), ("x", 5)])
+    index = C.SegmentIndex.from_words([("use_months", 2), ("MONTHS_PER_YEAR", 1), ("x_y", 5)])
     assert index.segments == ["months", "per", "use", "year"]  # one-letter segments are dropped
     assert index.counts.tolist() == [3.0, 1.0, 2.0, 1.0]
+    # only compound ASCII identifiers give segments: not keywords or comment words (one segment),
+    # nor the ASCII runs of an accented name (caf, cr, me)
+    index = C.SegmentIndex.from_words([("return", 9), ("the", 9), ("café_crème", 3), ("naïveValue", 1)])
+    assert len(index) == 0
 
 
 @pytest.mark.parametrize("typed, expected", [
     ("num_mo", [("num_", "mo", "lower")]),
-    ("num_", [("num_", "", "lower")]),
+    ("num_", []),  # no tail yet: any segment would be a guess
+    ("__name__", []),  # a finished dunder
+    ("__init_su", [("__init_", "su", "lower")]),
+    ("x" * 65 + "_ab", []),  # too long to look at
     ("MAX_W", [("MAX_", "W", "upper")]),
     ("_DEFAULT_AL", [("_DEFAULT_", "AL", "upper")]),
     ("rowTy", [("row", "Ty", "cap")]),
@@ -45,6 +52,9 @@ def test_compounds_take_the_heads_style_and_sum_the_sources():
     assert set(C.compounds("MAX_W", [(doc, 1.0)])) == {"MAX_WIDTH"}
     assert set(C.compounds("maxWi", [(doc, 1.0)])) == {"maxWidth"}
     assert C.compounds("num_months", [(doc, 1.0)]) == {}  # nothing longer than what is typed
+    assert C.compounds("__name__", [(doc, 1.0)]) == {}
+    long = "a_" * 5000  # a 10,000-character prefix: no compounds, and no quadratic walk
+    assert C.compounds(long + "mo", [(doc, 1.0)]) == {}
     assert C.compounds("num_mo", [(None, 1.0), (C.SegmentIndex(Counter()), 1.0)]) == {}
 
 
@@ -81,6 +91,9 @@ def test_the_server_engine_offers_a_compound_first():
     prefix = DOC.rstrip("\n") + "zo"
     items = [c.text for c in p.predict(prefix, doc_id="file:///a.py")]
     assert items and items[0] == "quuxed_zorblax", items
+    # a finished dunder name is no head (its items were "__name__value", "__name__self", ...)
+    items = [c.text for c in p.predict(DOC + "\nif __name__", doc_id="file:///a.py")]
+    assert not [w for w in items if w.startswith("__name__")], items
     p.config = replace(p.config, prior_weights={**p.config.prior_weights, "seg": 0.0})
     p._pools.clear()
     p.pool = p._pool_for(p.language)
