@@ -190,7 +190,7 @@ class DocLexicon:
 
     __slots__ = ("uni", "bi", "tri", "total", "_arrays", "index", "segments")
 
-    def __init__(self, text: str = "", pause=None):
+    def __init__(self, text: str = "", pause=None, segments: bool = True):
         """Count ``text``'s identifiers and their n-gram contexts.
 
         Args:
@@ -198,6 +198,8 @@ class DocLexicon:
             pause: called every :data:`PAUSE_EVERY` pieces, or None. Counting holds the GIL
                 (~12 ms for a 20 KB file); the server passes a callable that waits while a
                 request is being answered, so a refresh never slows a keystroke.
+            segments: also count its identifiers' segments for compound candidates
+                (:attr:`segments`; :meth:`CorpusLexicon.build` counts its files without them).
         """
         self._arrays = None
         self.uni: Counter[str] = Counter()
@@ -216,7 +218,7 @@ class DocLexicon:
                 self.bi[k2][p] += 1
                 self.tri[_key3(k3)][p] += 1
         self.total = sum(self.uni.values())
-        self.segments = SegmentIndex.from_words(self.uni.items(), pause)  # for compound candidates
+        self.segments = SegmentIndex.from_words(self.uni.items(), pause) if segments else None
 
     def followers(self, before: list[str], **kw) -> dict[str, float]:
         """The document's long-context matches (:meth:`PieceIndex.followers`)."""
@@ -582,7 +584,7 @@ class CorpusLexicon:
         bi: dict[str, Counter[str]] = defaultdict(Counter)
         tri: dict[str, Counter[str]] = defaultdict(Counter)
         for text in texts:
-            d = DocLexicon(text)
+            d = DocLexicon(text, segments=False)
             uni.update(d.uni)
             for k, c in d.bi.items():
                 bi[k].update(c)
