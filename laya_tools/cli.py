@@ -69,11 +69,14 @@ def _cmd_train(a) -> int:
 
     cfg = TrainConfig(seq_len=a.seq_len, batch_size=a.batch_size, lr=a.lr or 1.5e-3,
                       total_steps=a.steps, vocab_size=a.vocab_size, warmup=a.warmup)
+    if a.min_lr is not None:
+        cfg.min_lr = a.min_lr
     shape = {k: v for k, v in (("num_hidden_layers", a.layers), ("hidden_size", a.hidden_size),
                                ("intermediate_size", a.intermediate_size),
                                ("num_attention_heads", a.heads)) if v is not None}
     train(Path(a.corpus), Path(a.checkpoint), Path(a.out) if a.out else None, cfg, minutes=a.minutes,
-          eval_every=a.eval_every, save_every=a.eval_every, lr=a.lr, shape=shape)
+          eval_every=a.eval_every, save_every=a.eval_every, lr=a.lr, shape=shape,
+          min_lr=a.min_lr, anneal=a.anneal)
     return 0
 
 
@@ -313,6 +316,11 @@ def main(argv=None) -> int:
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--lr", type=float, default=None,
                    help="peak learning rate (a new run: 1.5e-3; on resume: the checkpoint's unless given)")
+    p.add_argument("--min-lr", type=float, default=None,
+                   help="floor of the cosine (a new run: 2e-4; on resume: the checkpoint's unless given)")
+    p.add_argument("--anneal", action="store_true",
+                   help="on resume: decay the learning rate linearly from now (or --lr) to --min-lr "
+                        "at --steps (a cooldown)")
     p.add_argument("--warmup", type=int, default=100)
     p.add_argument("--vocab-size", type=int, default=4096)
     p.add_argument("--eval-every", type=int, default=100)

@@ -60,6 +60,12 @@ class TrainConfig:
     total_steps: int = 20000
     weight_decay: float = 0.05
     seed: int = 0
+    anneal_from: int | None = None
+    """Step where a linear decay ("cooldown") replaces the cosine; None: cosine throughout."""
+    anneal_lr: float = 0.0
+    """Learning rate at ``anneal_from``; it falls linearly to ``min_lr`` at ``total_steps``
+    (the decay phase of a warmup-stable-decay schedule: Hägele et al. 2024, "Scaling Laws and
+    Compute-Optimal Training Beyond Fixed Training Durations")."""
 
 
 def tokenize_split(tok, texts: list[str]) -> np.ndarray:
@@ -129,6 +135,11 @@ def _barrier(group) -> None:
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
+    """The learning rate of ``step``: warm-up, then cosine to ``min_lr``, or a linear cooldown
+    from ``anneal_from`` on."""
+    if cfg.anneal_from is not None and step >= cfg.anneal_from:
+        t = (step - cfg.anneal_from) / max(1, cfg.total_steps - cfg.anneal_from)
+        return cfg.anneal_lr + (cfg.min_lr - cfg.anneal_lr) * min(1.0, t)
     if step < cfg.warmup:
         return cfg.lr * (step + 1) / cfg.warmup
     t = min(1.0, (step - cfg.warmup) / max(1, cfg.total_steps - cfg.warmup))
@@ -209,7 +220,8 @@ def save_checkpoint(ckpt_dir: Path, model: Model, opt, step: int, cfg: TrainConf
 
 def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConfig,
           minutes: float | None = None, log_every: int = 20, eval_every: int = 200,
-          save_every: int = 200, lr: float | None = None, shape: dict | None = None) -> dict:
+          save_every: int = 200, lr: float | None = None, shape: dict | None = None,
+          min_lr: float | None = None, anneal: bool = False) -> dict:
     """Train (or resume) and optionally export a 6-bit model folder.
 
     Args:
@@ -221,6 +233,10 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
         lr: on resume, a new peak learning rate for the rest of the cosine (e.g. lower, to
             continue on new data without forgetting the old); None keeps the checkpoint's.
         minutes: wall-clock budget; training stops (and checkpoints) when it is spent.
+        min_lr: on resume, a new floor of the cosine (e.g. near 0 to anneal the last steps);
+            None keeps the checkpoint's (a new run takes ``cfg.min_lr``).
+        anneal: on resume, decay linearly from the current rate (``lr`` if given) to
+            ``min_lr`` over the steps left to ``cfg.total_steps`` (see ``TrainConfig.anneal_from``).
         shape: a new run's model shape, ``ModelArgs`` field names (``hidden_size``,
             ``num_hidden_layers``, ``intermediate_size``, ``num_attention_heads``); None is the
             Laya-MLX default (4 layers, hidden 256, 4 heads). Ignored on resume.
@@ -245,13 +261,17 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
     if state_path.exists():
         meta = json.loads(state_path.read_text())
         total = cfg.total_steps
-        new_lr = cfg.lr
         cfg = TrainConfig(**meta["train_config"])
         # The schedule may be re-planned on resume (longer, or shorter to fit a time budget);
         # the learning rate follows the new cosine from the current step.
         cfg.total_steps = max(total, meta["step"] + 1)
         if lr is not None:
-            cfg.lr = new_lr
+            cfg.lr = lr
+        if anneal and cfg.anneal_from is None:
+            cfg.anneal_lr = lr if lr is not None else lr_at(meta["step"], cfg)
+            cfg.anneal_from = meta["step"]
+        if min_lr is not None:
+            cfg.min_lr = min_lr
         step, history = meta["step"], meta["history"]
         args = ModelArgs.from_dict(meta["model_args"])
     else:

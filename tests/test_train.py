@@ -79,3 +79,23 @@ def test_export_averages_the_last_snapshots(tmp_path):
     assert Predictor.load(out).predict("import textwrap\ntextwrap.de") is not None
     with pytest.raises(ValueError, match="fewer than"):
         export(ckpt, out, average=9)
+
+
+def test_resume_with_anneal_decays_linearly_to_the_new_floor(tmp_path):
+    from laya_tools.train import lr_at
+
+    corpus = make_corpus(tmp_path / "corpus")
+    ckpt = tmp_path / "ckpt"
+    cfg = TrainConfig(vocab_size=320, seq_len=32, batch_size=2, total_steps=2, warmup=1)
+    train(corpus, ckpt, None, cfg, eval_every=1, save_every=1)
+    meta = train(corpus, ckpt, None, TrainConfig(total_steps=6), eval_every=1, save_every=1,
+                 lr=1e-3, min_lr=1e-5, anneal=True)
+    saved = TrainConfig(**meta["train_config"])
+    assert (saved.anneal_from, saved.anneal_lr, saved.min_lr) == (2, 1e-3, 1e-5)
+    rates = [lr_at(s, saved) for s in range(2, 7)]
+    assert rates[0] == pytest.approx(1e-3) and rates[-1] == pytest.approx(1e-5)
+    steps = [b - a for a, b in zip(rates, rates[1:])]
+    assert all(d == pytest.approx(steps[0]) for d in steps)  # linear, not the cosine
+    # a later resume keeps the same cooldown rather than starting another
+    meta = train(corpus, ckpt, None, TrainConfig(total_steps=7), eval_every=1, save_every=1, anneal=True)
+    assert TrainConfig(**meta["train_config"]).anneal_from == 2
