@@ -6,7 +6,8 @@ many are compounds of segments the document or the corpus already has. When the 
 holds a segment boundary (after ``_``, or at a lower-to-upper camelCase hump), the candidate
 filter also offers the prefix up to that boundary followed by each known segment that starts with
 the rest, written in the head's style: ``num_mo`` -> ``num_months``, ``UnusedIm`` ->
-``UnusedImport``, ``MAX_W`` -> ``MAX_WIDTH``. Segments come from the document's identifiers and,
+``UnusedImport``, ``MAX_W`` -> ``MAX_WIDTH``, ``getHTTPRe`` -> ``getHTTPRequest``, ``userI`` ->
+``userID`` (a segment that camelCase names spell in capitals more often than capitalised). Segments come from the document's identifiers and,
 with less weight (:data:`CORPUS_SHARE`), from the corpus lexicon's most frequent ones.
 
 Measured on the tune packages (3 files x 5,000 characters per language, in process, 2026-12-01):
@@ -51,12 +52,15 @@ TOPS_CACHED = 512
 class SegmentIndex:
     """Lowercase segments with their counts, sorted for prefix lookup."""
 
-    __slots__ = ("segments", "counts", "total", "_tops")
+    __slots__ = ("segments", "counts", "total", "acronyms", "_tops")
 
-    def __init__(self, counted: Counter):
+    def __init__(self, counted: Counter, acronyms: set[str] | frozenset = frozenset()):
         self.segments = sorted(counted)
         self.counts = np.fromiter((counted[s] for s in self.segments), np.float64, len(self.segments))
         self.total = float(self.counts.sum()) or 1.0
+        self.acronyms = acronyms
+        """Segments written in capitals inside camelCase names more often than capitalised
+        (``userID``, ``HTTPClient``: ``id``, ``http``); a camelCase compound spells them so."""
         self._tops: dict[str, list[tuple[str, float]]] = {}
 
     @classmethod
@@ -67,6 +71,7 @@ class SegmentIndex:
         ``café``. ``pause`` (or None) is called every :data:`PAUSE_EVERY` pairs (as a document's
         counting does: the 21,000 identifiers of a 4.7 MB file take ~35 ms)."""
         counted: Counter[str] = Counter()
+        caps: Counter[str] = Counter()  # camelCase spelling: > 0 more often in capitals
         for k, (word, n) in enumerate(pairs):
             if pause is not None and k % PAUSE_EVERY == 0:
                 pause()
@@ -75,10 +80,14 @@ class SegmentIndex:
             segs = SEGMENT_RE.findall(word)
             if len(segs) < 2:
                 continue
+            camel = any(c.islower() for c in word)
             for s in segs:
                 if len(s) >= MIN_SEGMENT:
-                    counted[s.lower()] += n
-        return cls(counted)
+                    low = s.lower()
+                    counted[low] += n
+                    if camel and s[0].isupper():
+                        caps[low] += n if s.isupper() else -n
+        return cls(counted, frozenset(s for s, v in caps.items() if v > 0))
 
     def __len__(self) -> int:
         return len(self.segments)
@@ -107,7 +116,8 @@ def boundaries(typed: str) -> list[tuple[str, str, str]]:
     """``(head, tail, style)`` for each segment boundary in ``typed`` whose tail can still grow
     into a segment: after a single ``_`` (the head's letters all upper: ``upper``, else
     ``lower``; the tail in that case) or at a camelCase hump (``cap``: the tail one capital then
-    lowercase letters). The tail has at least one character: right after ``x_`` any segment is a
+    lowercase letters), also right after an acronym (``getHTTP|Re``: a capital, then a capital
+    followed by lowercase letters). The tail has at least one character: right after ``x_`` any segment is a
     guess (the tune packages measured the same without those). None in a prefix over
     :data:`MAX_TYPED` characters, and none after ``__`` (``__name__`` is a finished name)."""
     out = []
@@ -133,6 +143,10 @@ def boundaries(typed: str) -> list[tuple[str, str, str]]:
             head, tail = typed[:k], typed[k:]
             if tail.isascii() and (len(tail) == 1 or tail[1:].islower()):
                 out.append((head, tail, "cap"))
+        elif (k + 1 < n and prev.isupper() and typed[k].isupper() and typed[k + 1].islower()
+              and typed[k + 1:].isascii() and typed[k + 1:].islower()):
+            # after an acronym inside a camelCase name: getHTTP|Re, xmlHTTP|Req
+            out.append((typed[:k], typed[k:], "cap"))
     return out
 
 
@@ -154,6 +168,9 @@ def compounds(typed: str, sources) -> dict[str, float]:
             if index is None or not len(index):
                 continue
             for seg, share in index.top(t):
-                word = head + (seg.upper() if style == "upper" else seg.capitalize() if style == "cap" else seg)
+                if style == "upper" or (style == "cap" and len(tail) == 1 and seg in index.acronyms):
+                    word = head + seg.upper()  # MAX_WIDTH; userI -> userID (userId once typed so)
+                else:
+                    word = head + (seg.capitalize() if style == "cap" else seg)
                 out[word] = out.get(word, 0.0) + weight * share
     return out

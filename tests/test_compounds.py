@@ -33,6 +33,9 @@ def test_segments_of_identifiers():
     ("rowTy", [("row", "Ty", "cap")]),
     ("UnusedIm", [("Unused", "Im", "cap")]),
     ("getHTTP", []),  # "HTTP" cannot grow into a capitalised segment
+    ("getHTTPRe", [("getHTTP", "Re", "cap")]),  # after an acronym
+    ("HTTPCl", [("HTTP", "Cl", "cap")]),
+    ("getHTTPR", []),  # "PR" may still be one acronym
     ("__in", []),  # no segment before the underscores
     ("num_Mo", []),  # a lowercase head takes lowercase segments
     ("plain", []),
@@ -56,6 +59,17 @@ def test_compounds_take_the_heads_style_and_sum_the_sources():
     long = "a_" * 5000  # a 10,000-character prefix: no compounds, and no quadratic walk
     assert C.compounds(long + "mo", [(doc, 1.0)]) == {}
     assert C.compounds("num_mo", [(None, 1.0), (C.SegmentIndex(Counter()), 1.0)]) == {}
+
+
+def test_camelcase_compounds_spell_acronyms_as_the_sources_do():
+    index = C.SegmentIndex.from_words([("userID", 3), ("HTTPClient", 2), ("httpGet", 1), ("MAX_ID", 9),
+                                       ("parseId", 1), ("getRequest", 2), ("userName", 1)])
+    assert index.acronyms == {"id", "http"}  # MAX_ID is no camelCase spelling; ID beats Id 3:1
+    assert set(C.compounds("userI", [(index, 1.0)])) == {"userID"}
+    assert set(C.compounds("userId", [(index, 1.0)])) == set()  # nothing longer than "id" starts so
+    assert set(C.compounds("getHTTPRe", [(index, 1.0)])) == {"getHTTPRequest"}
+    assert set(C.compounds("newHt", [(index, 1.0)])) == {"newHttp"}  # typed so: kept so
+    assert set(C.compounds("user_i", [(index, 1.0)])) == {"user_id"}
 
 
 def test_top_keeps_the_most_frequent_segments():
