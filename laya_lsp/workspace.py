@@ -6,8 +6,8 @@ language the engine knows (``engine.languages.for_path``), grouped by language. 
 ``pathspec.GitIgnoreSpec``; it never enters version-control folders, ``node_modules``, virtual
 environments (a folder named ``.venv``/``venv`` or holding ``pyvenv.cfg``) or build output; it
 skips binary files (a NUL byte in the first 8 KB, unless the file starts with a UTF-16 byte order
-mark; files that are not UTF-8 are read as Windows-1252), files over 1 MB, symbolic links that lead out
-of the folder and folders nested over 64 deep, and stops at 20,000 files, 30 MB of text or 500,000
+mark; files that are not UTF-8 are read as Windows-1252), files over 1 MB, symbolic links (a file linked
+from inside the folder is read where it lies, if it is not skipped there) and folders nested over 64 deep, and stops at 20,000 files, 30 MB of text or 500,000
 directory entries. It reads nothing outside the folders: not the user's global git excludes, not a
 symlinked folder (never followed), not the rules of a ``.git`` linked elsewhere.
 """
@@ -229,10 +229,12 @@ def _read_source(path: str, root: str, seen: set[str], max_file_bytes: int,
                  out: WorkspaceFiles) -> str | None:
     """A source file's text, or None (counted in ``out.skipped``) when it must be passed over."""
     real = os.path.realpath(path)
-    if not _inside(real, root):
+    if os.path.islink(path) or not _inside(real, root):
+        # A link's target inside the folder is read where it lies, if the walk reads it there:
+        # one into node_modules, build output or a .gitignore'd file must not be read through it
         out.skipped["symlink"] += 1
         return None
-    if real in seen:  # a symlink to a file already read
+    if real in seen:
         return None
     seen.add(real)
     try:

@@ -98,6 +98,20 @@ def test_symlinks_out_of_the_folder_are_not_followed(tmp_path):
     assert ws.files == 1
 
 
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symlinks")
+def test_a_link_does_not_read_what_the_walk_skips(tmp_path):
+    root = tmp_path / "root"
+    _write(root, "in.py", "def kept(): pass\n")
+    _write(root, "node_modules/pkg/index.js", "function fromNodeModules() {}\n")
+    _write(root, "secret/keys.py", "def ignored_secret(): pass\n")
+    _write(root, ".gitignore", "secret/\n")
+    (root / "vendored.js").symlink_to(root / "node_modules/pkg/index.js")
+    (root / "keys.py").symlink_to(root / "secret/keys.py")
+    ws = read_workspace([root])
+    assert _names(ws) == {"kept"}
+    assert ws.skipped["symlink"] == 2
+
+
 def test_bounds_stop_the_walk(tmp_path, caplog):
     for i in range(30):
         _write(tmp_path, f"m{i:02d}.py", f"def f{i:02d}(): pass\n" + "#" * 100 + "\n")
