@@ -74,9 +74,13 @@ def _cmd_train(a) -> int:
     shape = {k: v for k, v in (("num_hidden_layers", a.layers), ("hidden_size", a.hidden_size),
                                ("intermediate_size", a.intermediate_size),
                                ("num_attention_heads", a.heads)) if v is not None}
-    train(Path(a.corpus), Path(a.checkpoint), Path(a.out) if a.out else None, cfg, minutes=a.minutes,
-          eval_every=a.eval_every, save_every=a.eval_every, lr=a.lr, shape=shape,
-          min_lr=a.min_lr, anneal=a.anneal)
+    try:
+        train(Path(a.corpus), Path(a.checkpoint), Path(a.out) if a.out else None, cfg, minutes=a.minutes,
+              eval_every=a.eval_every, save_every=a.eval_every, lr=a.lr, shape=shape,
+              min_lr=a.min_lr, anneal=a.anneal)
+    except ValueError as e:
+        print(f"laya train: {e}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -319,8 +323,8 @@ def main(argv=None) -> int:
     p.add_argument("--min-lr", type=float, default=None,
                    help="floor of the cosine (a new run: 2e-4; on resume: the checkpoint's unless given)")
     p.add_argument("--anneal", action="store_true",
-                   help="on resume: decay the learning rate linearly from now (or --lr) to --min-lr "
-                        "at --steps (a cooldown)")
+                   help="on resume: decay the learning rate linearly from where it is (or --lr) to "
+                        "--min-lr at --steps (a cooldown; a resume without it returns to the cosine)")
     p.add_argument("--warmup", type=int, default=100)
     p.add_argument("--vocab-size", type=int, default=4096)
     p.add_argument("--eval-every", type=int, default=100)

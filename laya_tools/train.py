@@ -235,8 +235,10 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
         minutes: wall-clock budget; training stops (and checkpoints) when it is spent.
         min_lr: on resume, a new floor of the cosine (e.g. near 0 to anneal the last steps);
             None keeps the checkpoint's (a new run takes ``cfg.min_lr``).
-        anneal: on resume, decay linearly from the current rate (``lr`` if given) to
-            ``min_lr`` over the steps left to ``cfg.total_steps`` (see ``TrainConfig.anneal_from``).
+        anneal: on resume, decay linearly from the rate the checkpoint's schedule is at (``lr``
+            if given) to ``min_lr`` over the steps left to ``cfg.total_steps`` (see
+            ``TrainConfig.anneal_from``). Each resume with it starts the cooldown anew from where
+            the rate is, so it never goes up; a resume without it returns to the cosine.
         shape: a new run's model shape, ``ModelArgs`` field names (``hidden_size``,
             ``num_hidden_layers``, ``intermediate_size``, ``num_attention_heads``); None is the
             Laya-MLX default (4 layers, hidden 256, 4 heads). Ignored on resume.
@@ -246,7 +248,9 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
         ``{"step": ..., "rank": ...}``).
 
     Raises:
-        ValueError: ``batch_size`` is not a multiple of the number of processes.
+        ValueError: ``batch_size`` is not a multiple of the number of processes; a negative
+            ``lr`` or ``min_lr``; ``anneal`` without a checkpoint, with ``cfg.total_steps`` not past
+            its step, or with ``min_lr`` above the cooldown's first rate.
     """
     ckpt_dir = Path(ckpt_dir)
     group = mx.distributed.init()
@@ -258,23 +262,35 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
     state_path = ckpt_dir / "state.json"
     history: list = []
     step = 0
+    for name, value in (("lr", lr), ("min_lr", min_lr)):
+        if value is not None and not value >= 0:
+            raise ValueError(f"{name} must be 0 or more, not {value}")
     if state_path.exists():
         meta = json.loads(state_path.read_text())
         total = cfg.total_steps
         cfg = TrainConfig(**meta["train_config"])
+        now = lr_at(meta["step"], cfg)  # the rate the checkpoint's own schedule is at
         # The schedule may be re-planned on resume (longer, or shorter to fit a time budget);
         # the learning rate follows the new cosine from the current step.
+        if anneal and total <= meta["step"]:
+            raise ValueError(f"--anneal needs --steps beyond the checkpoint's step {meta['step']} "
+                             f"(the cooldown's end), not {total}")
         cfg.total_steps = max(total, meta["step"] + 1)
         if lr is not None:
             cfg.lr = lr
-        if anneal and cfg.anneal_from is None:
-            cfg.anneal_lr = lr if lr is not None else lr_at(meta["step"], cfg)
-            cfg.anneal_from = meta["step"]
         if min_lr is not None:
             cfg.min_lr = min_lr
+        cfg.anneal_from = None  # a resume without --anneal leaves a cooldown for the cosine
+        if anneal:  # from the rate in use (or --lr) down to min_lr, never up
+            start = lr if lr is not None else now
+            if cfg.min_lr > start:
+                raise ValueError(f"--min-lr {cfg.min_lr:g} is above the cooldown's first rate {start:g}")
+            cfg.anneal_from, cfg.anneal_lr = meta["step"], start
         step, history = meta["step"], meta["history"]
         args = ModelArgs.from_dict(meta["model_args"])
     else:
+        if anneal:
+            raise ValueError(f"--anneal continues a checkpoint, and {ckpt_dir} has none (no state.json)")
         args = ModelArgs(vocab_size=cfg.vocab_size, max_position_embeddings=cfg.seq_len, **(shape or {}))
         if shape and "num_attention_heads" in shape and "num_key_value_heads" not in shape:
             args.num_key_value_heads = args.num_attention_heads

@@ -212,3 +212,10 @@ def test_demo_on_a_file_with_nothing_to_type_says_so(tmp_path):
     out = run(LAYA + ["demo", str(f)])
     assert out.returncode == 2 and "no identifiers to type" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_train_anneal_without_a_checkpoint(tmp_path):
+    out = run(LAYA + ["train", "--checkpoint", str(tmp_path / "none"), "--corpus", str(tmp_path / "corpus"),
+                      "--anneal", "--steps", "10"])
+    assert_one_line_error(out, "laya train:", "--anneal continues a checkpoint", code=2)
+    assert not (tmp_path / "none").exists()

@@ -96,6 +96,49 @@ def test_resume_with_anneal_decays_linearly_to_the_new_floor(tmp_path):
     assert rates[0] == pytest.approx(1e-3) and rates[-1] == pytest.approx(1e-5)
     steps = [b - a for a, b in zip(rates, rates[1:])]
     assert all(d == pytest.approx(steps[0]) for d in steps)  # linear, not the cosine
-    # a later resume keeps the same cooldown rather than starting another
-    meta = train(corpus, ckpt, None, TrainConfig(total_steps=7), eval_every=1, save_every=1, anneal=True)
-    assert TrainConfig(**meta["train_config"]).anneal_from == 2
+
+
+def test_anneal_starts_where_the_rate_is_and_never_raises_it(tmp_path):
+    from laya_tools.train import lr_at
+
+    corpus = make_corpus(tmp_path / "corpus")
+    ckpt = tmp_path / "ckpt"
+    cfg = TrainConfig(vocab_size=320, seq_len=32, batch_size=2, total_steps=3, warmup=1, lr=1e-3, min_lr=1e-4)
+    train(corpus, ckpt, None, cfg, eval_every=1, save_every=1)
+    # as if a 40-step cosine had stopped at step 3 (a time budget); then cool down: from that
+    # cosine's rate at step 3, not from the rate of a cosine re-planned to the cooldown's end
+    state = json.loads((ckpt / "state.json").read_text())
+    state["train_config"]["total_steps"] = 40
+    (ckpt / "state.json").write_text(json.dumps(state))
+    planned = TrainConfig(**state["train_config"])
+    meta = train(corpus, ckpt, None, TrainConfig(total_steps=5), eval_every=1, save_every=1,
+                 min_lr=1e-5, anneal=True)
+    first = TrainConfig(**meta["train_config"])
+    assert first.anneal_from == 3 and first.anneal_lr == pytest.approx(lr_at(3, planned))
+    # stopped at step 4 of that cooldown (state.json says so), a second, longer one starts
+    # from where the first one is: the rate never goes up
+    state = json.loads((ckpt / "state.json").read_text())
+    state["step"] = 4
+    (ckpt / "state.json").write_text(json.dumps(state))
+    meta = train(corpus, ckpt, None, TrainConfig(total_steps=6), eval_every=1, save_every=1, anneal=True)
+    second = TrainConfig(**meta["train_config"])
+    assert second.anneal_from == 4 and second.anneal_lr == pytest.approx(lr_at(4, first))
+    assert lr_at(4, second) <= lr_at(3, first)
+    # without --anneal a resume returns to the cosine (and takes --lr)
+    meta = train(corpus, ckpt, None, TrainConfig(total_steps=7), eval_every=1, save_every=1, lr=5e-4)
+    assert TrainConfig(**meta["train_config"]).anneal_from is None
+
+
+def test_anneal_refuses_what_it_cannot_do(tmp_path):
+    corpus = make_corpus(tmp_path / "corpus")
+    ckpt = tmp_path / "ckpt"
+    cfg = TrainConfig(vocab_size=320, seq_len=32, batch_size=2, total_steps=2, warmup=1)
+    with pytest.raises(ValueError, match="continues a checkpoint"):
+        train(corpus, ckpt, None, cfg, eval_every=1, save_every=1, anneal=True)
+    train(corpus, ckpt, None, cfg, eval_every=1, save_every=1)
+    with pytest.raises(ValueError, match="beyond the checkpoint's step 2"):
+        train(corpus, ckpt, None, TrainConfig(total_steps=2), anneal=True, min_lr=0.0)
+    with pytest.raises(ValueError, match="above the cooldown's first rate"):
+        train(corpus, ckpt, None, TrainConfig(total_steps=4), anneal=True, lr=1e-4, min_lr=1e-3)
+    with pytest.raises(ValueError, match="min_lr must be 0 or more"):
+        train(corpus, ckpt, None, TrainConfig(total_steps=4), anneal=True, min_lr=-1e-3)
