@@ -25,9 +25,10 @@ from collections import Counter
 
 import numpy as np
 
-SEGMENT_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
-"""Segments of an ASCII identifier: ``parseHTTPHeader_v2`` -> parse, HTTP, Header, v, 2
-(identifiers in other scripts have no segments here)."""
+SEGMENT_RE = re.compile(r"[A-Z]{2,}(?=s(?![a-z]))|[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+"""Segments of an ASCII identifier: ``parseHTTPHeader_v2`` -> parse, HTTP, Header, v, 2; a plural
+acronym is the acronym and an ``s``: ``userIDs`` -> user, ID, s (identifiers in other scripts
+have no segments here)."""
 MIN_SEGMENT = 2
 """Shorter segments are not offered (one letter saves at most one key)."""
 TOP_SEGMENTS = 16
@@ -144,8 +145,10 @@ def boundaries(typed: str) -> list[tuple[str, str, str]]:
             if tail.isascii() and (len(tail) == 1 or tail[1:].islower()):
                 out.append((head, tail, "cap"))
         elif (k + 1 < n and prev.isupper() and typed[k].isupper() and typed[k + 1].islower()
-              and typed[k + 1:].isascii() and typed[k + 1:].islower()):
-            # after an acronym inside a camelCase name: getHTTP|Re, xmlHTTP|Req
+              and typed[k:].isascii() and typed[k + 1:].islower() and typed[k + 1:] != "s"
+              and k >= 2 and typed[k - 2].isupper() and not ("_" in typed[:k] and upper)):
+            # after an acronym of 2+ capitals: getHTTP|Re, xmlHTTP|Req (not OAu|th, not the
+            # plural userID|s, not a SCREAMING_CASE head: MAX_HTTPRe)
             out.append((typed[:k], typed[k:], "cap"))
     return out
 

@@ -36,6 +36,12 @@ def test_segments_of_identifiers():
     ("getHTTPRe", [("getHTTP", "Re", "cap")]),  # after an acronym
     ("HTTPCl", [("HTTP", "Cl", "cap")]),
     ("getHTTPR", []),  # "PR" may still be one acronym
+    ("userIDs", []),  # a plural acronym is a finished name, not userI + Ds
+    ("numGPUs", []),
+    ("OAu", []),  # one capital is no acronym: OAuth
+    ("MAX_HTTPRe", []),  # a SCREAMING_CASE head takes no camelCase tail
+    ("getHTTP\u212aey", []),  # the Kelvin sign lowercases to ASCII k: not an ASCII tail
+    ("userIDsBy", [("userIDs", "By", "cap")]),
     ("__in", []),  # no segment before the underscores
     ("num_Mo", []),  # a lowercase head takes lowercase segments
     ("plain", []),
@@ -65,6 +71,7 @@ def test_camelcase_compounds_spell_acronyms_as_the_sources_do():
     index = C.SegmentIndex.from_words([("userID", 3), ("HTTPClient", 2), ("httpGet", 1), ("MAX_ID", 9),
                                        ("parseId", 1), ("getRequest", 2), ("userName", 1)])
     assert index.acronyms == {"id", "http"}  # MAX_ID is no camelCase spelling; ID beats Id 3:1
+    assert C.SEGMENT_RE.findall("parseURLs") == ["parse", "URL", "s"]  # no "ur", no "ls"
     assert set(C.compounds("userI", [(index, 1.0)])) == {"userID"}
     assert set(C.compounds("userId", [(index, 1.0)])) == set()  # nothing longer than "id" starts so
     assert set(C.compounds("getHTTPRe", [(index, 1.0)])) == {"getHTTPRequest"}
