@@ -7,8 +7,9 @@ holds a segment boundary (after ``_``, or at a lower-to-upper camelCase hump), t
 filter also offers the prefix up to that boundary followed by each known segment that starts with
 the rest, written in the head's style: ``num_mo`` -> ``num_months``, ``UnusedIm`` ->
 ``UnusedImport``, ``MAX_W`` -> ``MAX_WIDTH``, ``getHTTPRe`` -> ``getHTTPRequest``, ``userI`` ->
-``userID`` (a segment that camelCase names spell in capitals more often than capitalised). Segments come from the document's identifiers and,
-with less weight (:data:`CORPUS_SHARE`), from the corpus lexicon's most frequent ones.
+``userID`` (a segment that camelCase names spell in capitals more often than capitalised).
+Segments come from the document's identifiers and, with less weight (:data:`CORPUS_SHARE`), from
+the corpus lexicon's most frequent ones.
 
 Measured on the tune packages (3 files x 5,000 characters per language, in process, 2026-12-01):
 keystrokes saved over the six languages 50.10 -> 51.26% with the document's segments and 51.87%
@@ -117,9 +118,9 @@ def boundaries(typed: str) -> list[tuple[str, str, str]]:
     """``(head, tail, style)`` for each segment boundary in ``typed`` whose tail can still grow
     into a segment: after a single ``_`` (the head's letters all upper: ``upper``, else
     ``lower``; the tail in that case) or at a camelCase hump (``cap``: the tail one capital then
-    lowercase letters), also right after an acronym (``getHTTP|Re``: a capital, then a capital
-    followed by lowercase letters). The tail has at least one character: right after ``x_`` any segment is a
-    guess (the tune packages measured the same without those). None in a prefix over
+    lowercase letters), also right after an acronym (``getHTTP|Re``: two capitals, then a capital
+    followed by lowercase letters). The tail has at least one character: right after ``x_`` any
+    segment is a guess (the tune packages measured the same without those). None in a prefix over
     :data:`MAX_TYPED` characters, and none after ``__`` (``__name__`` is a finished name)."""
     out = []
     n = len(typed)

@@ -6,10 +6,11 @@ language the engine knows (``engine.languages.for_path``), grouped by language. 
 ``pathspec.GitIgnoreSpec``; it never enters version-control folders, ``node_modules``, virtual
 environments (a folder named ``.venv``/``venv`` or holding ``pyvenv.cfg``) or build output; it
 skips binary files (a NUL byte in the first 8 KB, unless the file starts with a UTF-16 byte order
-mark; files that are not UTF-8 are read as Windows-1252), files over 1 MB, symbolic links (a file linked
-from inside the folder is read where it lies, if it is not skipped there) and folders nested over 64 deep, and stops at 20,000 files, 30 MB of text or 500,000
-directory entries. It reads nothing outside the folders: not the user's global git excludes, not a
-symlinked folder (never followed), not the rules of a ``.git`` linked elsewhere.
+mark; files that are not UTF-8 are read as Windows-1252), files over 1 MB, symbolic links (a file
+linked from inside the folder is read where it lies, if it is not skipped there) and folders nested
+over 64 deep, and stops at 20,000 files, 30 MB of text or 500,000 directory entries. It reads
+nothing outside the folders: not the user's global git excludes, not a symlinked folder (never
+followed), not the rules of a ``.git`` linked elsewhere.
 """
 
 from __future__ import annotations
@@ -159,7 +160,6 @@ def read_workspace(folders: list[str | Path], *, max_files: int = MAX_FILES, max
         The texts per language, newlines normalized to ``\\n``, in a stable order (sorted paths).
     """
     out = WorkspaceFiles()
-    seen: set[str] = set()
     entries = 0
     roots = sorted({os.path.realpath(f) for f in folders if os.path.isdir(f)})
     roots = [r for r in roots if not any(o != r and _inside(r, o) for o in roots)]
@@ -202,7 +202,7 @@ def read_workspace(folders: list[str | Path], *, max_files: int = MAX_FILES, max
                 if here.ignored(rel, is_dir=False):
                     out.skipped["ignored"] += 1
                     continue
-                text = _read_source(os.path.join(dirpath, name), root, seen, max_file_bytes, out)
+                text = _read_source(os.path.join(dirpath, name), root, max_file_bytes, out)
                 if text is None:
                     continue
                 size = len(text.encode("utf-8"))
@@ -225,7 +225,7 @@ def read_workspace(folders: list[str | Path], *, max_files: int = MAX_FILES, max
     return out
 
 
-def _read_source(path: str, root: str, seen: set[str], max_file_bytes: int,
+def _read_source(path: str, root: str, max_file_bytes: int,
                  out: WorkspaceFiles) -> str | None:
     """A source file's text, or None (counted in ``out.skipped``) when it must be passed over."""
     real = os.path.realpath(path)
@@ -234,9 +234,6 @@ def _read_source(path: str, root: str, seen: set[str], max_file_bytes: int,
         # one into node_modules, build output or a .gitignore'd file must not be read through it
         out.skipped["symlink"] += 1
         return None
-    if real in seen:
-        return None
-    seen.add(real)
     try:
         if not os.path.isfile(real):
             return None
