@@ -77,7 +77,7 @@ def _cmd_train(a) -> int:
     try:
         train(Path(a.corpus), Path(a.checkpoint), Path(a.out) if a.out else None, cfg, minutes=a.minutes,
               eval_every=a.eval_every, save_every=a.eval_every, lr=a.lr, shape=shape,
-              min_lr=a.min_lr, anneal=a.anneal)
+              min_lr=a.min_lr, anneal=a.anneal, word_start_weight=a.word_start_weight)
     except ValueError as e:
         print(f"laya train: {e}", file=sys.stderr)
         return 2
@@ -325,6 +325,9 @@ def main(argv=None) -> int:
     p.add_argument("--anneal", action="store_true",
                    help="on resume: decay the learning rate linearly from where it is (or --lr) to "
                         "--min-lr at --steps (a cooldown; a resume without it returns to the cosine)")
+    p.add_argument("--word-start-weight", type=float, default=None,
+                   help="loss weight of targets that begin an identifier, the token the engine scores "
+                        "(others weigh 1; a new run: 1; on resume: the checkpoint's unless given)")
     p.add_argument("--warmup", type=int, default=100)
     p.add_argument("--vocab-size", type=int, default=4096)
     p.add_argument("--eval-every", type=int, default=100)

@@ -60,6 +60,10 @@ class TrainConfig:
     total_steps: int = 20000
     weight_decay: float = 0.05
     seed: int = 0
+    word_start_weight: float = 1.0
+    """Loss weight of the targets that begin an identifier after a non-identifier token (the token
+    the engine's network scores at a word start, step 3 of "How it works"); the other targets weigh
+    1. 1.0 is plain next-token cross-entropy."""
     anneal_from: int | None = None
     """Step where a linear decay ("cooldown") replaces the cosine; None: cosine throughout."""
     anneal_lr: float = 0.0
@@ -146,9 +150,47 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
     return cfg.min_lr + 0.5 * (cfg.lr - cfg.min_lr) * (1 + math.cos(math.pi * t))
 
 
-def loss_fn(model: Model, x: mx.array, y: mx.array) -> mx.array:
+def loss_fn(model: Model, x: mx.array, y: mx.array, w: mx.array | None = None) -> mx.array:
+    """Next-token cross-entropy (nats/token) of ``x``, ``(batch, seq)`` ids, against ``y``, the same
+    shape; weighted by ``w`` (same shape, float) when given: ``sum(w * ce) / sum(w)``."""
     logits = model(x)
-    return nn.losses.cross_entropy(logits, y, reduction="mean")
+    if w is None:
+        return nn.losses.cross_entropy(logits, y, reduction="mean")
+    ce = nn.losses.cross_entropy(logits, y, reduction="none")
+    return (ce * w).sum() / w.sum()
+
+
+def word_start_tables(tok) -> tuple[np.ndarray, np.ndarray]:
+    """Per token id, ``(starts, ends)``: boolean ``(vocab,)`` arrays, whether the token's text
+    begins with a letter or ``_`` (it can begin an identifier) and whether it ends with a letter,
+    digit or ``_`` (an identifier may go on after it)."""
+    n = tok.get_vocab_size()
+    starts, ends = np.zeros(n, bool), np.zeros(n, bool)
+    for i in range(n):
+        text = tok.decode([i], skip_special_tokens=True)
+        if text:
+            starts[i] = text[0].isalpha() or text[0] == "_"
+            ends[i] = text[-1].isalnum() or text[-1] == "_"
+    return starts, ends
+
+
+def word_start_mask(tables: tuple[np.ndarray, np.ndarray], x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Where target ``y`` begins an identifier: it can start one and the input token ``x`` before it
+    (same position, ``(batch, seq)``) cannot be continued by it. Boolean, the shape of ``y``."""
+    starts, ends = tables
+    return starts[y] & ~ends[x]
+
+
+def word_start_loss(model: Model, vx: mx.array, vy: mx.array, tables) -> float:
+    """Mean cross-entropy (nats/token) over the targets of the windows that begin an identifier."""
+    total, count = 0.0, 0
+    for i in range(0, vx.shape[0], 16):
+        x, y = vx[i : i + 16], vy[i : i + 16]
+        mask = word_start_mask(tables, np.array(x), np.array(y))
+        ce = nn.losses.cross_entropy(model(x), y, reduction="none")
+        total += float((ce * mx.array(mask.astype(np.float32))).sum().item())
+        count += int(mask.sum())
+    return total / max(1, count)
 
 
 def val_windows(tokens: np.ndarray, seq_len: int, n: int = 64) -> tuple[mx.array, mx.array]:
@@ -221,7 +263,8 @@ def save_checkpoint(ckpt_dir: Path, model: Model, opt, step: int, cfg: TrainConf
 def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConfig,
           minutes: float | None = None, log_every: int = 20, eval_every: int = 200,
           save_every: int = 200, lr: float | None = None, shape: dict | None = None,
-          min_lr: float | None = None, anneal: bool = False) -> dict:
+          min_lr: float | None = None, anneal: bool = False,
+          word_start_weight: float | None = None) -> dict:
     """Train (or resume) and optionally export a 6-bit model folder.
 
     Args:
@@ -239,6 +282,8 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
             if given) to ``min_lr`` over the steps left to ``cfg.total_steps`` (see
             ``TrainConfig.anneal_from``). Each resume with it starts the cooldown anew from where
             the rate is, so it never goes up; a resume without it returns to the cosine.
+        word_start_weight: the loss weight of word-start targets (``TrainConfig.word_start_weight``)
+            from now on; None keeps the checkpoint's (a new run takes ``cfg``'s).
         shape: a new run's model shape, ``ModelArgs`` field names (``hidden_size``,
             ``num_hidden_layers``, ``intermediate_size``, ``num_attention_heads``); None is the
             Laya-MLX default (4 layers, hidden 256, 4 heads). Ignored on resume.
@@ -262,7 +307,7 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
     state_path = ckpt_dir / "state.json"
     history: list = []
     step = 0
-    for name, value in (("lr", lr), ("min_lr", min_lr)):
+    for name, value in (("lr", lr), ("min_lr", min_lr), ("word_start_weight", word_start_weight)):
         if value is not None and not value >= 0:
             raise ValueError(f"{name} must be 0 or more, not {value}")
     if state_path.exists():
@@ -280,6 +325,8 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
             cfg.lr = lr
         if min_lr is not None:
             cfg.min_lr = min_lr
+        if word_start_weight is not None:
+            cfg.word_start_weight = word_start_weight
         cfg.anneal_from = None  # a resume without --anneal leaves a cooldown for the cosine
         if anneal:  # from the rate in use (or --lr) down to min_lr, never up
             start = lr if lr is not None else now
@@ -289,6 +336,8 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
         step, history = meta["step"], meta["history"]
         args = ModelArgs.from_dict(meta["model_args"])
     else:
+        if word_start_weight is not None:
+            cfg.word_start_weight = word_start_weight
         if anneal:
             raise ValueError(f"--anneal continues a checkpoint, and {ckpt_dir} has none (no state.json)")
         args = ModelArgs(vocab_size=cfg.vocab_size, max_position_embeddings=cfg.seq_len, **(shape or {}))
@@ -328,8 +377,12 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
     log.info("sampling weights: %s", weights)
     loss_and_grad = nn.value_and_grad(model, loss_fn)
 
-    def step_fn(x, y):
-        loss, grads = loss_and_grad(model, x, y)
+    tables = word_start_tables(tok)
+    if cfg.word_start_weight != 1.0:
+        log.info("word-start targets weigh %g in the loss", cfg.word_start_weight)
+
+    def step_fn(x, y, w):
+        loss, grads = loss_and_grad(model, x, y, w)
         if world > 1:  # each process ran an equal share of the rows: the mean of the means
             grads = average_gradients(grads, group=group)
             loss = mx.distributed.all_sum(loss, group=group) / world
@@ -357,11 +410,15 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
             rows.append(arr[s0 : s0 + cfg.seq_len + 1])
         batch = np.stack(rows).astype(np.int32)[rank::world]  # this process's share
         x, y = mx.array(batch[:, :-1]), mx.array(batch[:, 1:])
+        w = None
+        if cfg.word_start_weight != 1.0:
+            mask = word_start_mask(tables, batch[:, :-1], batch[:, 1:])
+            w = mx.array(np.where(mask, np.float32(cfg.word_start_weight), np.float32(1.0)))
         rate = lr_at(step, cfg)
         if rewarm_from is not None and step - rewarm_from < cfg.warmup:
             rate *= (step - rewarm_from + 1) / cfg.warmup
         opt.learning_rate = rate
-        loss = step_fn(x, y)
+        loss = step_fn(x, y, w)
         mx.eval(loss, model.parameters(), opt.state)
         losses.append(loss.item())
         step += 1
@@ -378,10 +435,13 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
             losses = []
         if step % eval_every == 0:
             vl = evaluate_languages(model, val)
-            log.info("step %d val_loss %s (held-out packages)", step,
-                     " ".join(f"{k} {v:.4f}" for k, v in vl.items()))
+            ws = {lang: word_start_loss(model, vx, vy, tables) for lang, (vx, vy) in val.items()}
+            ws["mean"] = float(np.mean(list(ws.values())))
+            log.info("step %d val_loss %s (held-out packages); at word starts %s", step,
+                     " ".join(f"{k} {v:.4f}" for k, v in vl.items()),
+                     " ".join(f"{k} {v:.4f}" for k, v in ws.items()))
             history.append({"step": step, "val_loss": vl["mean"], "val_loss_by_language": vl,
-                            "tokens_seen": tokens_seen})
+                            "val_word_start_loss_by_language": ws, "tokens_seen": tokens_seen})
         if step % save_every == 0:
             save_checkpoint(ckpt_dir, model, opt, step, cfg, history)
     if rank > 0:

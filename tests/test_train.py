@@ -142,3 +142,42 @@ def test_anneal_refuses_what_it_cannot_do(tmp_path):
         train(corpus, ckpt, None, TrainConfig(total_steps=4), anneal=True, lr=1e-4, min_lr=1e-3)
     with pytest.raises(ValueError, match="min_lr must be 0 or more"):
         train(corpus, ckpt, None, TrainConfig(total_steps=4), anneal=True, min_lr=-1e-3)
+
+
+def test_word_start_mask_marks_the_first_token_of_each_identifier():
+    from laya_tools.train import word_start_mask, word_start_tables
+    import numpy as np
+
+    tok = Predictor.load().tok
+    ids = np.array(tok.encode("x = foo.bar_baz(self, qux)\n    return quxQuux + 12").ids)
+    mask = word_start_mask(word_start_tables(tok), ids[None, :-1], ids[None, 1:])[0]
+    starts = [tok.decode([int(t)]) for t, m in zip(ids[1:], mask) if m]
+    assert starts == ["foo", "bar", "self", "qu", "return", "qu"]  # never `_b`, `x`, `Qu`, `12`
+
+
+def test_word_start_weight_changes_the_loss_and_resumes(tmp_path):
+    import mlx.core as mx
+    from laya_tools.train import loss_fn
+    from engine.model import Model, ModelArgs
+
+    model = Model(ModelArgs(vocab_size=50, hidden_size=32, num_hidden_layers=1, intermediate_size=64,
+                            num_attention_heads=2, num_key_value_heads=2))
+    x, y = mx.array([[1, 2, 3, 4]]), mx.array([[2, 3, 4, 5]])
+    plain = loss_fn(model, x, y).item()
+    assert loss_fn(model, x, y, mx.ones((1, 4))).item() == pytest.approx(plain, rel=1e-5)
+    assert loss_fn(model, x, y, mx.array([[5.0, 1, 1, 1]])).item() != pytest.approx(plain, rel=1e-3)
+
+    corpus = make_corpus(tmp_path / "corpus")
+    ckpt = tmp_path / "ckpt"
+    cfg = TrainConfig(vocab_size=320, seq_len=32, batch_size=2, total_steps=1, warmup=1)
+    meta = train(corpus, ckpt, None, cfg, eval_every=1, save_every=1, word_start_weight=3.0)
+    assert meta["train_config"]["word_start_weight"] == 3.0
+    assert "python" in next(h for h in meta["history"] if "val_word_start_loss_by_language" in h)[
+        "val_word_start_loss_by_language"]
+    meta = train(corpus, ckpt, None, TrainConfig(total_steps=2), eval_every=1, save_every=1)
+    assert meta["train_config"]["word_start_weight"] == 3.0  # the checkpoint's, unless given
+    meta = train(corpus, ckpt, None, TrainConfig(total_steps=3), eval_every=1, save_every=1,
+                 word_start_weight=1.0)
+    assert meta["train_config"]["word_start_weight"] == 1.0
+    with pytest.raises(ValueError, match="word_start_weight must be 0 or more"):
+        train(corpus, ckpt, None, TrainConfig(total_steps=4), word_start_weight=-1.0)
