@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .imports import DEFINES
 from .compounds import CORPUS_SHARE, CORPUS_WORDS, MAX_COMPOUNDS, SegmentIndex, compounds
 
 PIECE_RE = re.compile(r"\n|[ \t]+|[^\W\d]\w*|\d+|[^\s\w]+|\s")
@@ -483,6 +484,7 @@ class CorpusLexicon:
         self.matches: PieceIndex | None = None  # the workspace's pieces (``Predictor.build_workspace``)
         self.segments = None  # its most frequent words' segments (``engine.compounds``), made on first use
         self.lines = None  # the workspace's lines (``engine.continuation.LineIndex``), likewise
+        self.imports = None  # names the workspace imports per module (``engine.imports.ImportIndex``)
         self._top_in_range: dict[tuple[int, int, int], np.ndarray] = {}
         for name in ("bi", "tri"):
             keys = strings.get(f"{name}_keys")
@@ -785,7 +787,7 @@ class PoolBuilder:
         return arr
 
     def begin(self, keys, doc: DocLexicon | None, window: Counter | None, line: list[str] = (),
-              recent: list[str] = (), before: list[str] = ()) -> None:
+              recent: list[str] = (), before: list[str] = (), expected: list[str] = ()) -> None:
         """Prepare the context-dependent part (once per word start).
 
         Args:
@@ -797,6 +799,10 @@ class PoolBuilder:
             recent: identifiers of the last complete lines (the ``recent`` weight).
             before: the pieces before the word (the document's long-context matches get the
                 ``long`` weight, the workspace's ``wlong``: :meth:`PieceIndex.followers`).
+            expected: names the workspace imports from this document's module
+                (``engine.imports.ImportIndex.expected``); right after a definition keyword
+                (``engine.imports.DEFINES``) those the document does not hold yet share the
+                ``expect`` weight.
         """
         doc = doc if doc is not None else self._empty_doc
         self.doc = doc
@@ -858,6 +864,11 @@ class PoolBuilder:
         if rec and recent:
             for w in recent:
                 line_extra[w] += rec / len(recent)
+        exp_w = W.get("expect", 0.0)
+        if exp_w and expected and before and before[-1] in DEFINES:
+            missing = [w for w in expected if w not in index]
+            for w in missing:
+                line_extra[w] += exp_w / len(missing)
         self.doc_base = (W["doc1"] / max(1, doc.total)) * counts
         # corpus n-gram followers stay in corpus index space (arrays): those in the document are
         # added to its entries, the rest become the corpus extras

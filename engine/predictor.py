@@ -37,6 +37,7 @@ import numpy as np
 from .compounds import MAX_COMPOUNDS
 from .config import EngineConfig, load_variant, model_path
 from .context import ContextWindow, LineCache
+from .imports import ImportIndex
 from .languages import BY_NAME, UNKNOWN, Language
 from .lexicon import (LONG_MIN, CorpusLexicon, DocLexicon, PieceIndex, PoolBuilder, context_keys,
                       merge_lexicons, pieces)
@@ -91,6 +92,7 @@ class Predictor:
         self.lexicons = dict(lexicons)
         self._lexicon_lock = threading.Lock()
         self._workspace: dict[str, CorpusLexicon] = {}
+        self._expected: dict[str, tuple] = {}  # doc id -> (import index, names): _expected_names
         self._pools: dict[str, PoolBuilder] = {}
         self._doc_lang: dict[str, Language] = {}
         self.language: Language = UNKNOWN
@@ -336,7 +338,8 @@ class Predictor:
             return BY_NAME["python"] if "python" in self.lexicons else UNKNOWN
         return lang
 
-    def build_workspace(self, texts: dict[str, list[str]], weight: float | None = None) -> dict[str, CorpusLexicon]:
+    def build_workspace(self, texts: dict[str, list[str]], weight: float | None = None,
+                        paths: dict[str, list[str]] | None = None) -> dict[str, CorpusLexicon]:
         """Count a workspace's files, per language, merged into each language's corpus lexicon.
 
         Touches no model state, so it may (and should: ~0.1-1 s) run off the engine thread;
@@ -346,6 +349,9 @@ class Predictor:
             texts: language name -> texts of the workspace's files of that language.
             weight: the workspace's share of unigram mass relative to the corpus (1: as much;
                 ``engine.lexicon.merge_lexicons``); None: the variant's ``workspace_weight``.
+            paths: language name -> the files' paths, in the order of ``texts`` (absolute, or
+                relative to a workspace folder): Python files' imports then name what each
+                module is expected to define (``engine.imports``; the ``expect`` weight).
 
         Returns:
             Language name -> merged lexicon (the workspace's alone for a language that ships none).
@@ -360,6 +366,8 @@ class Predictor:
                     merged.matches = PieceIndex.from_texts(docs)
                     merged.matches.followers(["\n"] * LONG_MIN)  # builds its match index here
                     merged.lines = LineIndex.from_texts(docs)
+                    if paths and name == "python" and len(paths.get(name, ())) == len(docs):
+                        merged.imports = ImportIndex.from_files(zip(paths[name], docs))
                 out[name] = merged
         return out
 
@@ -402,8 +410,22 @@ class Predictor:
         :meth:`ContextWindow.tokens` has just computed)."""
         before = pieces(ctx_text[-200:])
         self.pool.begin(context_keys(before), doc, self.window.idents,
-                        self.window.line_idents, self.window.recent_idents, before)
+                        self.window.line_idents, self.window.recent_idents, before,
+                        self._expected_names())
         self._pool_doc = doc
+
+    def _expected_names(self) -> list[str]:
+        """Names the workspace imports from the current document's module (remembered per
+        document and workspace; ``[]`` without a workspace import index)."""
+        imports = getattr(self.pool.corpus, "imports", None)
+        if imports is None or self.doc_id is None:
+            return []
+        hit = self._expected.get(self.doc_id)
+        if hit is None or hit[0] is not imports:
+            if len(self._expected) > 64:
+                self._expected.clear()
+            hit = self._expected[self.doc_id] = (imports, imports.expected(self.doc_id))
+        return hit[1]
 
     def _first_token(self, word: str) -> int:
         t = self._first_cache.get(word)

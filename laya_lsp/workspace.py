@@ -59,6 +59,9 @@ class WorkspaceFiles:
 
     texts: dict[str, list[str]] = field(default_factory=dict)
     """Language name (``engine.languages``) -> the texts of that language's files."""
+    paths: dict[str, list[str]] = field(default_factory=dict)
+    """Language name -> the paths of those files, in the same order (the folder's path joined with
+    the file's path inside it)."""
     files: int = 0
     bytes: int = 0
     skipped: Counter = field(default_factory=Counter)
@@ -213,6 +216,7 @@ def read_workspace(folders: list[str | Path], *, max_files: int = MAX_FILES, max
                 if out.stopped:
                     break
                 out.texts.setdefault(lang.name, []).append(text)
+                out.paths.setdefault(lang.name, []).append(os.path.join(dirpath, name))
                 out.files += 1
                 out.bytes += size
             if out.stopped:

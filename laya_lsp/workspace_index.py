@@ -164,12 +164,13 @@ class WorkspaceIndex:
             if predictor is None:
                 outcome = "model not loaded"
                 return
-            merged = await loop.run_in_executor(self.executor, predictor.build_workspace, files.texts)
+            merged = await loop.run_in_executor(self.executor, lambda: predictor.build_workspace(
+                files.texts, paths=files.paths))
             if generation != self.generation:
                 outcome = "superseded"
                 return
             await asyncio.wrap_future(self._install(predictor, merged))
-            files.texts = {}  # the counts are built: let the 30 MB of text go
+            files.texts, files.paths = {}, {}  # the counts are built: let the 30 MB of text go
             self.last = files
             outcome = f"{files.files} files, {files.bytes / 1e6:.1f} MB"
             if files.stopped:

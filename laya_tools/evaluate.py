@@ -338,8 +338,11 @@ def evaluate_in_process(files: list[EvalFile], predictor, workspace: bool = Fals
         eng, base = scores.setdefault(f.language, (Score(), Score()))
         doc = f"file:///{f.name}"
         if workspace:
-            texts = [t for _, t in workspace_files(f, typed)]
-            predictor.set_workspace(predictor.build_workspace({f.language: texts}))
+            ws = workspace_files(f, typed)
+            # paths as the document's URI has them (package/path), so imports resolve alike
+            paths = [f"{f.package_dir.name}/{rel}" for rel, _ in ws]
+            predictor.set_workspace(predictor.build_workspace({f.language: [t for _, t in ws]},
+                                                              paths={f.language: paths}))
         predictor.reset()
         predictor.observe_document(doc, "", f.language)
 

@@ -29,6 +29,8 @@ _n = itertools.count()
 
 WIDGETS = '''"""Widgets."""
 
+from .gizmos import SprocketQuantizer
+
 
 def frobnicate_widget(widget, level=3):
     """Frobnicate a widget."""
@@ -37,7 +39,7 @@ def frobnicate_widget(widget, level=3):
 
 class WidgetFrobber:
     def run(self, widget):
-        return frobnicate_widget(widget, 2)
+        return frobnicate_widget(widget, 2) + SprocketQuantizer(widget)
 '''
 GO_FILE = '''package frames
 
@@ -118,9 +120,10 @@ async def wait_indexed(client: LanguageClient, count: int, timeout: float = 90) 
 
 
 async def labels_after(client: LanguageClient, root: Path, text: str, language: str = "python",
-                       name: str = "new.py") -> list[str]:
-    """Open a new document (not on disk) in the workspace with ``text``; complete at its end."""
-    uri = (root / f"new{next(_n)}" / name).as_uri()
+                       name: str = "new.py", path: str | None = None) -> list[str]:
+    """Open a new document (not on disk) in the workspace with ``text`` (at ``path`` inside it,
+    else in a new folder); complete at its end."""
+    uri = (root / path if path else root / f"new{next(_n)}" / name).as_uri()
     client.text_document_did_open(types.DidOpenTextDocumentParams(
         text_document=types.TextDocumentItem(uri=uri, language_id=language, version=1, text=text)))
     lines = text.split("\n")
@@ -154,6 +157,17 @@ async def test_ignored_and_skipped_files_are_not_read(client: LanguageClient, ws
     await wait_indexed(client, 1)
     labels = await labels_after(client, ws_root, f"import os\n\nx = {name[:4]}")
     assert name not in labels, labels
+
+
+@on_server
+async def test_a_new_module_is_offered_what_the_workspace_imports_from_it(client: LanguageClient, ws_root: Path):
+    # pkg/widgets.py does `from .gizmos import SprocketQuantizer`; pkg/gizmos.py is new
+    await wait_indexed(client, 1)
+    labels = await labels_after(client, ws_root, '"""Gizmos."""\n\n\nclass ', path="pkg/gizmos.py")
+    assert labels and labels[0] == "SprocketQuantizer", labels
+    # only where the module defines it: another new module, or a call site, is not offered it first
+    other = await labels_after(client, ws_root, '"""Other."""\n\n\nclass ', path="pkg/other.py")
+    assert not other or other[0] != "SprocketQuantizer", other
 
 
 @on_server

@@ -1,0 +1,137 @@
+"""Names the workspace expects a module to define: what its other Python files import from it.
+
+When a file is written (or written again) inside a project, the project's other files often
+already name what it must define: ``from tomlkit.exceptions import ParseError``, ``from
+._decorator import _BasicMixin``, ``messages.UnusedImport`` after ``from pyflakes import
+messages``. :class:`ImportIndex` collects those names per module, from the workspace's Python
+files (parsed with :mod:`ast`; a file that does not parse is skipped), and :meth:`ImportIndex.expected`
+gives them for a document by its path, so the candidate pool can offer them before the document
+defines them (the ``expect`` prior weight, ``engine.config.EngineConfig.prior_weights``).
+
+Module names come from paths: ``a/b/c.py`` is ``a.b.c`` and ``a/b/__init__.py`` is ``a.b``. A
+document matches an imported module when the module's dotted name is the document's, or a
+suffix of it of two or more parts (``tomlkit.exceptions`` for ``.../src/tomlkit/exceptions.py``),
+so the folder the workspace was opened at does not matter.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import Counter
+from pathlib import PurePosixPath
+
+DEFINES = frozenset({"class", "def"})
+"""The keywords after which a Python identifier is being defined: where the expected names are
+offered (at every word start instead, or after a line break too, they cost more first items
+than they gave: the ``tune`` packages, Python, with the workspace, 6 files x 8,000 characters).
+"""
+
+MAX_NAMES = 256
+"""Most names :meth:`ImportIndex.expected` returns for one document (the most often imported)."""
+
+_SEP = re.compile(r"[\\/]+")
+
+
+def module_parts(path: str) -> tuple[str, ...]:
+    """The dotted module name of a Python file's path, as parts: ``a/b/c.py`` -> ``("a", "b", "c")``,
+    ``a/b/__init__.py`` -> ``("a", "b")``; ``()`` for a path that is no ``.py``/``.pyi`` file.
+    A ``file://`` URI's path works too (``file:///a/b.py``)."""
+    if path.startswith("file:"):
+        path = path[5:]
+    parts = [p for p in _SEP.split(path) if p and p != "."]
+    if not parts:
+        return ()
+    stem = PurePosixPath(parts[-1])
+    if stem.suffix not in (".py", ".pyi"):
+        return ()
+    parts[-1] = stem.stem
+    if parts[-1] == "__init__":
+        parts.pop()
+    return tuple(parts)
+
+
+def _resolve(importer: tuple[str, ...], is_package: bool, module: str | None, level: int) -> tuple[str, ...]:
+    """The absolute module of an ``ImportFrom`` (``from ..x import y``: ``level`` 2, ``module``
+    ``"x"``) in the file whose module is ``importer``; ``()`` when it climbs above the path."""
+    tail = tuple(module.split(".")) if module else ()
+    if level == 0:
+        return tail
+    package = importer if is_package else importer[:-1]
+    up = level - 1
+    if up > len(package):
+        return ()
+    base = package[: len(package) - up]
+    return base + tail if base or tail else ()
+
+
+def imported_names(text: str, path: str) -> Counter:
+    """``(module parts, name)`` -> times named, for one Python file: every ``from m import name``
+    (relative imports resolved against ``path``), and every ``alias.name`` where ``alias`` is an
+    imported module (``import a.b as m`` then ``m.name``; ``from a import b`` then ``b.name``
+    counts for ``a.b``). A file that does not parse gives nothing."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return Counter()
+    me = module_parts(path)
+    is_package = PurePosixPath(_SEP.split(path)[-1]).stem == "__init__"
+    out: Counter = Counter()
+    aliases: dict[str, tuple[str, ...]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            mod = _resolve(me, is_package, node.module, node.level or 0)
+            if not mod:
+                continue
+            for a in node.names:
+                if a.name != "*":
+                    out[(mod, a.name)] += 1
+                    aliases[a.asname or a.name] = mod + (a.name,)
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    aliases[a.asname] = tuple(a.name.split("."))
+                else:  # `import a.b` binds `a`; `a.b.name` is not followed
+                    aliases[a.name.split(".")[0]] = (a.name.split(".")[0],)
+    if aliases:
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.value.id in aliases):
+                out[(aliases[node.value.id], node.attr)] += 1
+    return out
+
+
+class ImportIndex:
+    """The names each module is imported for across a workspace's Python files."""
+
+    def __init__(self) -> None:
+        self.by_module: dict[tuple[str, ...], Counter] = {}
+
+    @classmethod
+    def from_files(cls, files) -> "ImportIndex":
+        """Index ``(path, text)`` pairs (paths relative to a workspace folder, or absolute)."""
+        index = cls()
+        for path, text in files:
+            for (mod, name), n in imported_names(text, path).items():
+                index.by_module.setdefault(mod, Counter())[name] += n
+        return index
+
+    def __len__(self) -> int:
+        return len(self.by_module)
+
+    def expected(self, doc_path: str, limit: int = MAX_NAMES) -> list[str]:
+        """Names the workspace imports from the module at ``doc_path`` (a path or ``file://`` URI),
+        most often imported first; ``[]`` for a document that is no Python file or that nobody
+        imports from."""
+        me = module_parts(doc_path)
+        if not me:
+            return []
+        total: Counter = Counter()
+        for k in range(len(me)):
+            suffix = me[k:]
+            if len(suffix) < 2 and k > 0:
+                break
+            hit = self.by_module.get(suffix)
+            if hit:
+                total.update(hit)
+        return [w for w, _ in total.most_common(limit) if w.isidentifier()]

@@ -1,0 +1,73 @@
+"""``engine.imports``: the names a workspace's Python files import from each module."""
+
+from collections import Counter
+
+import pytest
+
+from engine.imports import ImportIndex, imported_names, module_parts
+
+
+@pytest.mark.parametrize("path, parts", [
+    ("a/b/c.py", ("a", "b", "c")),
+    ("a/b/__init__.py", ("a", "b")),
+    ("stubs/m.pyi", ("stubs", "m")),
+    ("file:///home/u/proj/pkg/mod.py", ("home", "u", "proj", "pkg", "mod")),
+    ("C:\\proj\\pkg\\mod.py", ("C:", "proj", "pkg", "mod")),
+    ("a/b/c.go", ()),
+    ("", ()),
+])
+def test_module_parts(path, parts):
+    assert module_parts(path) == parts
+
+
+def test_relative_and_absolute_imports_resolve_against_the_file():
+    text = ("from .errors import ParseError, LexError as LE\n"
+            "from ..util import helper\n"
+            "from . import sibling\n"
+            "from pkg.tokens import *\n"
+            "from tomlkit.items import Table\n"
+            "from .......toohigh import nothing\n")
+    got = imported_names(text, "pkg/sub/parser.py")
+    assert got[(("pkg", "sub", "errors"), "ParseError")] == 1
+    assert got[(("pkg", "sub", "errors"), "LexError")] == 1
+    assert got[(("pkg", "util"), "helper")] == 1
+    assert got[(("pkg", "sub"), "sibling")] == 1
+    assert got[(("tomlkit", "items"), "Table")] == 1
+    assert not [k for k in got if k[1] in ("*", "nothing")]
+    # in a package's __init__, `.` is the package itself
+    assert imported_names("from .core import run\n", "pkg/__init__.py") == Counter({(("pkg", "core"), "run"): 1})
+
+
+def test_attributes_of_imported_modules_count_for_those_modules():
+    text = ("import os.path\nimport pyflakes.messages as m\nfrom pyflakes import checker\n"
+            "m.UnusedImport(1); m.UnusedImport(2); checker.Checker(); os.path.join('a'); local.attr\n")
+    got = imported_names(text, "pyflakes/api.py")
+    assert got[(("pyflakes", "messages"), "UnusedImport")] == 2
+    assert got[(("pyflakes", "checker"), "Checker")] == 1
+    assert got[(("pyflakes",), "checker")] == 1
+    assert not [k for k in got if k[1] in ("attr", "join")]  # `local` is no import; `os.path.join` not followed
+
+
+def test_a_file_that_does_not_parse_gives_nothing():
+    assert imported_names("from .x import (a,\n", "p/m.py") == Counter()
+    assert imported_names("\x00", "p/m.py") == Counter()
+
+
+def test_expected_names_for_a_document_by_its_path():
+    files = [
+        ("proj/tomlkit/parser.py", "from .exceptions import ParseError\nfrom .exceptions import EmptyKeyError\n"),
+        ("proj/tomlkit/container.py", "from tomlkit.exceptions import ParseError, NonExistentKey\n"),
+        ("proj/tests/test_x.py", "from tomlkit.exceptions import ParseError\nimport exceptions\n"),
+        ("proj/other/exceptions_user.py", "from requests.exceptions import HTTPError\n"),
+        ("proj/broken.py", "def (:\n"),
+        ("script.py", "from exceptions import TopLevelThing\n"),
+    ]
+    index = ImportIndex.from_files(files)
+    doc = "file:///home/me/proj/tomlkit/exceptions.py"
+    assert index.expected(doc) == ["ParseError", "EmptyKeyError", "NonExistentKey"]
+    assert index.expected(doc, limit=1) == ["ParseError"]
+    # a one-part module name matches only a document at the top of the path
+    assert index.expected("file:///exceptions.py") == ["TopLevelThing"]
+    assert index.expected("file:///w/exceptions.py") == []
+    assert index.expected("file:///w/tomlkit/other.py") == []
+    assert index.expected("file:///w/tomlkit/exceptions.go") == []
