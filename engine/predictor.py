@@ -37,7 +37,7 @@ import numpy as np
 from .compounds import MAX_COMPOUNDS
 from .config import EngineConfig, load_variant, model_path
 from .context import ContextWindow, LineCache
-from .imports import ImportIndex
+from .imports import IMPORTING, ImportIndex
 from .languages import BY_NAME, UNKNOWN, Language
 from .lexicon import (LONG_MIN, CorpusLexicon, DocLexicon, PieceIndex, PoolBuilder, context_keys,
                       merge_lexicons, pieces)
@@ -350,13 +350,18 @@ class Predictor:
             weight: the workspace's share of unigram mass relative to the corpus (1: as much;
                 ``engine.lexicon.merge_lexicons``); None: the variant's ``workspace_weight``.
             paths: language name -> the files' paths, in the order of ``texts`` (absolute, or
-                relative to a workspace folder): Python files' imports then name what each
-                module is expected to define (``engine.imports``; the ``expect`` weight).
+                relative to a workspace folder): the imports of Python, JavaScript and TypeScript
+                files then name what each module is expected to define (``engine.imports``; the
+                ``expect`` weight).
 
         Returns:
             Language name -> merged lexicon (the workspace's alone for a language that ships none).
         """
         out = {}
+        imports = None  # one index over the languages that import each other's modules
+        if paths:
+            imports = ImportIndex.from_files(
+                (p, t) for name in IMPORTING for p, t in zip(paths.get(name, ()), texts.get(name, ())))
         for name, docs in texts.items():
             if docs:
                 ws = CorpusLexicon.from_texts(docs, self.tok, min_context_count=1)
@@ -366,8 +371,7 @@ class Predictor:
                     merged.matches = PieceIndex.from_texts(docs)
                     merged.matches.followers(["\n"] * LONG_MIN)  # builds its match index here
                     merged.lines = LineIndex.from_texts(docs)
-                    if paths and name == "python" and len(paths.get(name, ())) == len(docs):
-                        merged.imports = ImportIndex.from_files(zip(paths[name], docs))
+                    merged.imports = imports
                 out[name] = merged
         return out
 

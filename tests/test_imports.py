@@ -71,3 +71,28 @@ def test_expected_names_for_a_document_by_its_path():
     assert index.expected("file:///w/exceptions.py") == []
     assert index.expected("file:///w/tomlkit/other.py") == []
     assert index.expected("file:///w/tomlkit/exceptions.go") == []
+
+
+def test_javascript_and_typescript_imports():
+    text = ('import Foo, { Bar, baz as qux, type Quux } from "./lib/things";\n'
+            "import * as ns from '../util';\n"
+            'export { Exp1, Exp2 as E } from "./reexp.js";\n'
+            'export * from "./all";\n'
+            "import {\n  Multi,\n  Line,\n} from './ml/index.ts';\n"
+            "export default foo\nimport x from './y'\n"
+            "const { readFile, writeFile: wf } = require('fs');\n"
+            'const helpers = require("./helpers");\n'
+            "helpers.doThing(); ns.other(); x.helpers.no(); import './side-effect';\n")
+    got = imported_names(text, "pkg/src/a/main.ts")
+    here = ("pkg", "src", "a")
+    assert got == Counter({
+        (here + ("lib", "things"), "Foo"): 1, (here + ("lib", "things"), "Bar"): 1,
+        (here + ("lib", "things"), "baz"): 1, (here + ("lib", "things"), "Quux"): 1,
+        (here + ("reexp",), "Exp1"): 1, (here + ("reexp",), "Exp2"): 1,
+        (here + ("ml",), "Multi"): 1, (here + ("ml",), "Line"): 1, (here + ("y",), "x"): 1,
+        (("fs",), "readFile"): 1, (("fs",), "writeFile"): 1,
+        (here + ("helpers",), "doThing"): 1, (("pkg", "src", "util"), "other"): 1})
+    index = ImportIndex.from_files([("pkg/src/a/main.ts", text), ("pkg/src/b.py", "from .a.ml import Py\n")])
+    assert index.expected("file:///w/pkg/src/a/ml/index.js") == ["Multi", "Line", "Py"]
+    assert sorted(index.expected("file:///w/pkg/src/a/lib/things.tsx")) == ["Bar", "Foo", "Quux", "baz"]
+    assert module_parts("types/zod.d.ts") == ("types", "zod")
