@@ -25,7 +25,6 @@ from pathlib import Path
 
 import numpy as np
 
-from .imports import DEFINES
 from .compounds import CORPUS_SHARE, CORPUS_WORDS, MAX_COMPOUNDS, SegmentIndex, compounds
 
 PIECE_RE = re.compile(r"\n|[ \t]+|[^\W\d]\w*|\d+|[^\s\w]+|\s")
@@ -799,10 +798,9 @@ class PoolBuilder:
             recent: identifiers of the last complete lines (the ``recent`` weight).
             before: the pieces before the word (the document's long-context matches get the
                 ``long`` weight, the workspace's ``wlong``: :meth:`PieceIndex.followers`).
-            expected: names the workspace imports from this document's module
-                (``engine.imports.ImportIndex.expected``); right after a definition keyword
-                (``engine.imports.DEFINES``) those the document does not hold yet share the
-                ``expect`` weight.
+            expected: names the workspace imports from this document's module, given where
+                the word is being defined (``engine.imports``); those the document does not
+                hold yet share the ``expect`` weight.
         """
         doc = doc if doc is not None else self._empty_doc
         self.doc = doc
@@ -865,7 +863,7 @@ class PoolBuilder:
             for w in recent:
                 line_extra[w] += rec / len(recent)
         exp_w = W.get("expect", 0.0)
-        if exp_w and expected and before and before[-1] in DEFINES:
+        if exp_w and expected:
             missing = [w for w in expected if w not in index]
             for w in missing:
                 line_extra[w] += exp_w / len(missing)

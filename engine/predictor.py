@@ -37,7 +37,7 @@ import numpy as np
 from .compounds import MAX_COMPOUNDS
 from .config import EngineConfig, load_variant, model_path
 from .context import ContextWindow, LineCache
-from .imports import IMPORTING, ImportIndex
+from .imports import DEFINES, IMPORTING, ImportIndex
 from .languages import BY_NAME, UNKNOWN, Language
 from .lexicon import (LONG_MIN, CorpusLexicon, DocLexicon, PieceIndex, PoolBuilder, context_keys,
                       merge_lexicons, pieces)
@@ -350,8 +350,8 @@ class Predictor:
             weight: the workspace's share of unigram mass relative to the corpus (1: as much;
                 ``engine.lexicon.merge_lexicons``); None: the variant's ``workspace_weight``.
             paths: language name -> the files' paths, in the order of ``texts`` (absolute, or
-                relative to a workspace folder): the imports of Python, JavaScript and TypeScript
-                files then name what each module is expected to define (``engine.imports``; the
+                relative to a workspace folder): the imports of Python, JavaScript and
+                TypeScript files then name what each module is expected to define (``engine.imports``; the
                 ``expect`` weight).
 
         Returns:
@@ -413,9 +413,10 @@ class Predictor:
         """Prepare the candidate filter for the word starting after ``ctx_text`` (whose window
         :meth:`ContextWindow.tokens` has just computed)."""
         before = pieces(ctx_text[-200:])
+        defining = bool(before) and before[-1] in DEFINES.get(self.language.name, ())
         self.pool.begin(context_keys(before), doc, self.window.idents,
                         self.window.line_idents, self.window.recent_idents, before,
-                        self._expected_names())
+                        self._expected_names() if defining else ())
         self._pool_doc = doc
 
     def _expected_names(self) -> list[str]:
