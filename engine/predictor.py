@@ -380,6 +380,7 @@ class Predictor:
         drops the workspace). Their words and n-grams enter the pool and the prior from the next
         decision on."""
         self._workspace = dict(merged)
+        self._expected.clear()  # names of the old index
         self._pools.clear()
         self.pool = self._pool_for(self.language)
         self._pool_doc = _NOT_BEGUN
@@ -413,7 +414,10 @@ class Predictor:
         """Prepare the candidate filter for the word starting after ``ctx_text`` (whose window
         :meth:`ContextWindow.tokens` has just computed)."""
         before = pieces(ctx_text[-200:])
-        defining = bool(before) and before[-1] in DEFINES.get(self.language.name, ())
+        # a top-level definition (the keyword's line is not indented): what other modules import
+        line = ctx_text[ctx_text.rfind("\n") + 1:]
+        defining = (bool(before) and before[-1] in DEFINES.get(self.language.name, ())
+                    and not line[:1].isspace())
         self.pool.begin(context_keys(before), doc, self.window.idents,
                         self.window.line_idents, self.window.recent_idents, before,
                         self._expected_names() if defining else ())

@@ -165,9 +165,13 @@ async def test_a_new_module_is_offered_what_the_workspace_imports_from_it(client
     await wait_indexed(client, 1)
     labels = await labels_after(client, ws_root, '"""Gizmos."""\n\n\nclass ', path="pkg/gizmos.py")
     assert labels and labels[0] == "SprocketQuantizer", labels
-    # only where the module defines it: another new module, or a call site, is not offered it first
-    other = await labels_after(client, ws_root, '"""Other."""\n\n\nclass ', path="pkg/other.py")
-    assert not other or other[0] != "SprocketQuantizer", other
+    # only where the module defines it at its top level: not in another new module, not for a
+    # method, not after a keyword that defines nothing in Python
+    for path, text in (("pkg/other.py", '"""Other."""\n\n\nclass '),
+                       ("pkg/gizmos.py", "class A:\n    def "),
+                       ("pkg/gizmos.py", "for type ")):
+        labels = await labels_after(client, ws_root, text, path=path)
+        assert not labels or labels[0] != "SprocketQuantizer", (text, labels)
 
 
 @on_server
