@@ -64,6 +64,12 @@ def kv_capacity(cfg: EngineConfig) -> int:
 
 
 _NOT_BEGUN = object()
+
+
+def _indented(text: str) -> bool:
+    """Whether the last line of ``text`` starts with a blank."""
+    start = text.rfind("\n") + 1
+    return text[start : start + 1].isspace()
 """``Predictor._pool_doc`` when the current pool has not begun a context (never equal to a document
 or to None, the document of a decision without ``doc_id``)."""
 
@@ -415,9 +421,8 @@ class Predictor:
         :meth:`ContextWindow.tokens` has just computed)."""
         before = pieces(ctx_text[-200:])
         # a top-level definition (the keyword's line is not indented): what other modules import
-        line = ctx_text[ctx_text.rfind("\n") + 1:]
         defining = (bool(before) and before[-1] in DEFINES.get(self.language.name, ())
-                    and not line[:1].isspace())
+                    and not _indented(ctx_text))
         self.pool.begin(context_keys(before), doc, self.window.idents,
                         self.window.line_idents, self.window.recent_idents, before,
                         self._expected_names() if defining else ())
