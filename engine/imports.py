@@ -251,3 +251,80 @@ class ImportIndex:
             if hit:
                 total.update(hit)
         return [w for w, _ in total.most_common(limit) if w.replace("$", "_").isidentifier()]
+
+
+MEMBERS_PER_MODULE = 64
+"""Most names :func:`module_members` keeps per module (the most often imported)."""
+
+MEMBERS_FILE = "imports-python.json"
+"""The model folder's table of what Python code imports from each module (:func:`module_members`)."""
+
+
+def module_members(texts, min_count: int = 2, per_module: int = MEMBERS_PER_MODULE) -> dict[str, list]:
+    """What code imports from each module by absolute name (``from collections import deque``),
+    counted over Python ``texts``: ``{"collections": [["deque", 40], ["OrderedDict", 31], ...]}``,
+    names named ``min_count`` times or more, most often first, ``per_module`` at most. Relative
+    imports name the corpus's own packages and are left out; a text that does not parse too."""
+    counts: dict[str, Counter] = {}
+    for text in texts:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                c = counts.setdefault(node.module, Counter())
+                for a in node.names:
+                    if a.name != "*":
+                        c[a.name] += 1
+    out = {}
+    for mod, c in sorted(counts.items()):
+        kept = [[w, n] for w, n in c.most_common(per_module) if n >= min_count]
+        if kept:
+            out[mod] = kept
+    return out
+
+
+_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]*(?:\(([^()]*)|([^()\n]*))$", re.M)
+
+
+def from_import_at(text: str) -> tuple[str, set[str]] | None:
+    """The module of the Python ``from M import`` statement the end of ``text`` is inside (in its
+    names), and the names it already lists; None elsewhere. Reads the last 2,000 characters."""
+    tail = text[-2000:]
+    m = None
+    for m in _FROM_IMPORT.finditer(tail):
+        pass
+    if m is None or m.end() != len(tail):
+        return None
+    listed = m.group(2) if m.group(2) is not None else m.group(3)
+    return m.group(1), set(re.findall(r"\w+", listed))
+
+
+def load_module_members(folder) -> dict[str, list]:
+    """The model folder's :data:`MEMBERS_FILE` (``{}`` when it has none, or it does not parse: the
+    ``from`` term is then off; logged with the file's name)."""
+    import json
+    import logging
+    from pathlib import Path
+
+    if folder is None:
+        return {}
+    path = Path(folder) / MEMBERS_FILE
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as e:
+        logging.getLogger(__name__).error("%s: %s; the from-import term is off", path, e)
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def resolve_module(doc_path: str, module: str) -> tuple[str, ...]:
+    """The parts of the module that ``from <module> import`` names in the Python file at
+    ``doc_path`` (a path or ``file://`` URI): relative ones resolved against it."""
+    level = len(module) - len(module.lstrip("."))
+    me = module_parts(doc_path) if level else ()
+    is_package = level and PurePosixPath(_SEP.split(doc_path)[-1]).stem == "__init__"
+    return _resolve(me, bool(is_package), module.lstrip(".") or None, level)

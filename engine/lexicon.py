@@ -786,7 +786,8 @@ class PoolBuilder:
         return arr
 
     def begin(self, keys, doc: DocLexicon | None, window: Counter | None, line: list[str] = (),
-              recent: list[str] = (), before: list[str] = (), expected: list[str] = ()) -> None:
+              recent: list[str] = (), before: list[str] = (), expected: list[str] = (),
+              members: dict[str, float] | None = None) -> None:
         """Prepare the context-dependent part (once per word start).
 
         Args:
@@ -801,6 +802,8 @@ class PoolBuilder:
             expected: names the workspace imports from this document's module, given where
                 the word is being defined (``engine.imports``); those the document does not
                 hold yet share the ``expect`` weight.
+            members: inside a Python ``from M import`` statement, what code imports from ``M``
+                (name -> times; ``engine.imports``): they share the ``from`` weight by count.
         """
         doc = doc if doc is not None else self._empty_doc
         self.doc = doc
@@ -862,6 +865,11 @@ class PoolBuilder:
         if rec and recent:
             for w in recent:
                 line_extra[w] += rec / len(recent)
+        from_w = W.get("from", 0.0)
+        if from_w and members:
+            tot = sum(members.values())
+            for w, n in members.items():
+                line_extra[w] += from_w * n / tot
         exp_w = W.get("expect", 0.0)
         if exp_w and expected:
             missing = [w for w in expected if w not in index]

@@ -27,6 +27,7 @@ All methods must run on one thread (``engine.worker.EngineThread``): MLX state i
 from __future__ import annotations
 
 import logging
+from collections import Counter
 import os
 import threading
 import time
@@ -37,7 +38,8 @@ import numpy as np
 from .compounds import MAX_COMPOUNDS
 from .config import EngineConfig, load_variant, model_path
 from .context import ContextWindow, LineCache
-from .imports import DEFINES, IMPORTING, ImportIndex
+from .imports import (DEFINES, IMPORTING, ImportIndex, from_import_at, load_module_members,
+                      resolve_module)
 from .languages import BY_NAME, UNKNOWN, Language
 from .lexicon import (LONG_MIN, CorpusLexicon, DocLexicon, PieceIndex, PoolBuilder, context_keys,
                       merge_lexicons, pieces)
@@ -99,6 +101,7 @@ class Predictor:
         self._lexicon_lock = threading.Lock()
         self._workspace: dict[str, CorpusLexicon] = {}
         self._expected: dict[str, tuple] = {}  # doc id -> (import index, names): _expected_names
+        self._members: dict[str, list] | None = None  # imports-python.json, read on first use
         self._pools: dict[str, PoolBuilder] = {}
         self._doc_lang: dict[str, Language] = {}
         self.language: Language = UNKNOWN
@@ -423,10 +426,35 @@ class Predictor:
         # a top-level definition (the keyword's line is not indented): what other modules import
         defining = (bool(before) and before[-1] in DEFINES.get(self.language.name, ())
                     and not _indented(ctx_text))
+        members = None
+        if self.language.name == "python" and "import" in ctx_text[-2000:]:
+            members = self._module_members(ctx_text)
         self.pool.begin(context_keys(before), doc, self.window.idents,
                         self.window.line_idents, self.window.recent_idents, before,
-                        self._expected_names() if defining else ())
+                        self._expected_names() if defining else (), members)
         self._pool_doc = doc
+
+    def _module_members(self, ctx_text: str) -> dict[str, float] | None:
+        """Inside ``from M import ...``: what the corpus's code (the model folder's
+        ``imports-python.json``) and the workspace's files import from ``M``, less the names the
+        statement already lists; None elsewhere."""
+        at = from_import_at(ctx_text)
+        if at is None:
+            return None
+        module, listed = at
+        out: Counter = Counter()
+        if self._members is None:
+            self._members = load_module_members(self.folder)
+        if not module.startswith("."):
+            out.update(dict(self._members.get(module, ())))
+        imports = getattr(self.pool.corpus, "imports", None)
+        if imports is not None:
+            parts = resolve_module(self.doc_id or "", module)
+            if parts:
+                out.update(imports.by_module.get(("py",) + parts, {}))
+        for w in listed:
+            out.pop(w, None)
+        return dict(out) or None
 
     def _expected_names(self) -> list[str]:
         """Names the workspace imports from the current document's module (remembered per

@@ -506,7 +506,10 @@ def export(ckpt_dir: Path, out_dir: Path, bits: int = 6, group_size: int = 64,
 
 
 def write_lexicon(corpus_dir: Path, out_dir: Path) -> None:
-    """Count each language of the training split into ``out_dir/lexicon-<language>.npz``."""
+    """Count each language of the training split into ``out_dir/lexicon-<language>.npz``, and what
+    its Python code imports from each module into ``out_dir/imports-python.json``
+    (``engine.imports.module_members``)."""
+    from engine.imports import MEMBERS_FILE, module_members
     from engine.lexicon import CorpusLexicon
 
     tok = tok_mod.load_tokenizer(out_dir / "tokenizer.json")
@@ -515,3 +518,7 @@ def write_lexicon(corpus_dir: Path, out_dir: Path) -> None:
         np.savez_compressed(out_dir / f"lexicon-{lang}.npz", **data)
         log.info("lexicon %s: %d identifiers, %d bigram and %d trigram contexts", lang, len(data["counts"]),
                  len(data["bi_offsets"]) - 1, len(data["tri_offsets"]) - 1)
+        if lang == "python":
+            members = module_members(texts)
+            (out_dir / MEMBERS_FILE).write_text(json.dumps(members, separators=(",", ":"), sort_keys=True))
+            log.info("%s: %d modules", MEMBERS_FILE, len(members))

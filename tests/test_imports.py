@@ -131,3 +131,49 @@ def test_long_blank_runs_do_not_backtrack():
 def test_unicode_names_are_whole():
     assert imported_names("import { Ünï, $el } from './m'\n", "src/a.js") == Counter(
         {(("src", "m"), "Ünï"): 1, (("src", "m"), "$el"): 1})
+
+
+@pytest.mark.parametrize("text, at", [
+    ("from math import ", ("math", set())),
+    ("from math import prod, ", ("math", {"prod"})),
+    ("x = 1\nfrom .a.b import (\n    foo,\n    ", (".a.b", {"foo"})),
+    ("    from os import ", ("os", set())),
+    ("from math import prod\nx = ", None),
+    ("import os\n", None),
+    ("from x import (a, b)\ny = ", None),
+    ("from math import prod  # a comment\n", None),
+])
+def test_from_import_at(text, at):
+    from engine.imports import from_import_at
+
+    assert from_import_at(text) == at
+
+
+def test_module_members_counts_absolute_from_imports():
+    from engine.imports import module_members
+
+    texts = ["from collections import deque, OrderedDict\nfrom . import local\n",
+             "from collections import deque\nfrom .pkg import rel\n", "def (:\n",
+             "from collections import *\nfrom collections import deque as d, OrderedDict\n"]
+    assert module_members(texts) == {"collections": [["deque", 3], ["OrderedDict", 2]]}
+    assert module_members(texts, min_count=1, per_module=1) == {"collections": [["deque", 3]]}
+
+
+def test_a_missing_or_corrupt_members_file_turns_the_term_off(tmp_path, caplog):
+    from engine.imports import MEMBERS_FILE, load_module_members
+
+    assert load_module_members(tmp_path) == {} and not caplog.records
+    (tmp_path / MEMBERS_FILE).write_text("{not json")
+    assert load_module_members(tmp_path) == {}
+    assert MEMBERS_FILE in caplog.text
+
+
+def test_the_shipped_model_completes_from_import_statements():
+    from engine.predictor import Predictor
+
+    p = Predictor.load()
+    assert p.predict("import os\nfrom collections import ")[0].text in ("defaultdict", "deque")
+    first = [c.text for c in p.predict("from functools import partial, ")][:3]
+    assert "wraps" in first and "partial" not in first, first
+    # the same context outside an import statement is not steered
+    assert p.predict("from functools import partial\nx = ")[0].text != "wraps"
