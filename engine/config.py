@@ -111,7 +111,8 @@ class EngineConfig:
     ``from``: inside a Python ``from M import`` statement, what the training corpus's code and the
     workspace's files import from ``M`` (the model folder's ``imports-python.json``; tune packages,
     Python, 6 files x 8,000 characters: 56.42 -> 56.50%, eval packages 57.64 -> 58.16%; 0.5-8
-    within 0.01 of each other)."""
+    within 0.01 of each other), and where ``import``/``from`` name a module, the corpus's module
+    names by how often they are imported (56.50 -> 56.61%, 58.16 -> 58.31%)."""
     doc_confidence: float = 1.0
     """A document n-gram context seen ``n`` times gets ``n / (n + doc_confidence)`` of its weight
     (Witten-Bell-style: a context seen often in this document is trusted more)."""

@@ -260,19 +260,26 @@ MEMBERS_FILE = "imports-python.json"
 """The model folder's table of what Python code imports from each module (:func:`module_members`)."""
 
 
-def module_members(texts, min_count: int = 2, per_module: int = MEMBERS_PER_MODULE) -> dict[str, list]:
-    """What code imports from each module by absolute name (``from collections import deque``),
-    counted over Python ``texts``: ``{"collections": [["deque", 40], ["OrderedDict", 31], ...]}``,
-    names named ``min_count`` times or more, most often first, ``per_module`` at most. Relative
-    imports name the corpus's own packages and are left out; a text that does not parse too."""
+def module_members(texts, min_count: int = 2, per_module: int = MEMBERS_PER_MODULE) -> dict[str, dict]:
+    """What Python ``texts`` import, by absolute module name: ``{"members": {"collections":
+    [["deque", 40], ["OrderedDict", 31], ...], ...}, "modules": {"collections": 170, "os.path": 12,
+    ...}}``: the names each module is imported for (``from collections import deque``), named
+    ``min_count`` times or more, most often first, ``per_module`` at most; and how often each
+    module is imported (``import m`` or ``from m import ...``), ``min_count`` times or more.
+    Relative imports name the corpus's own packages and are left out; a text that does not parse
+    too."""
     counts: dict[str, Counter] = {}
+    modules: Counter = Counter()
     for text in texts:
         try:
             tree = ast.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            if isinstance(node, ast.Import):
+                modules.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                modules[node.module] += 1
                 c = counts.setdefault(node.module, Counter())
                 for a in node.names:
                     if a.name != "*":
@@ -282,7 +289,29 @@ def module_members(texts, min_count: int = 2, per_module: int = MEMBERS_PER_MODU
         kept = [[w, n] for w, n in c.most_common(per_module) if n >= min_count]
         if kept:
             out[mod] = kept
-    return out
+    return {"members": out, "modules": {m: n for m, n in sorted(modules.items()) if n >= min_count}}
+
+
+_MODULE_AT = re.compile(r"^[ \t]*(?:import|from)[ \t]+((?:\w+\.)*)$")
+
+
+def module_name_at(text: str) -> str | None:
+    """Where a Python ``import`` or ``from`` statement names its module at the end of ``text``: the
+    dotted head typed so far (``""`` after ``import ``, ``"os."`` after ``from os.``); None
+    elsewhere."""
+    m = _MODULE_AT.search(text[text.rfind("\n") + 1:])
+    return m.group(1) if m else None
+
+
+def next_parts(modules: dict[str, int], head: str) -> dict[str, int]:
+    """The part that follows ``head`` (``""`` or ``"os."``) in each module name of ``modules``, with
+    the counts of the modules it leads to summed: ``{"os": 520, "sys": 400, ...}``."""
+    out: Counter = Counter()
+    for name, n in modules.items():
+        if name.startswith(head):
+            out[name[len(head):].split(".", 1)[0]] += n
+    out.pop("", None)
+    return dict(out)
 
 
 _FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]*(?:\(([^()]*)|([^()\n]*))$", re.M)
@@ -301,7 +330,7 @@ def from_import_at(text: str) -> tuple[str, set[str]] | None:
     return m.group(1), set(re.findall(r"\w+", listed))
 
 
-def load_module_members(folder) -> dict[str, list]:
+def load_module_members(folder) -> dict[str, dict]:
     """The model folder's :data:`MEMBERS_FILE` (``{}`` when it has none, or it does not parse: the
     ``from`` term is then off; logged with the file's name)."""
     import json
@@ -318,7 +347,7 @@ def load_module_members(folder) -> dict[str, list]:
     except (OSError, ValueError) as e:
         logging.getLogger(__name__).error("%s: %s; the from-import term is off", path, e)
         return {}
-    return data if isinstance(data, dict) else {}
+    return data if isinstance(data, dict) and isinstance(data.get("members"), dict) else {}
 
 
 def resolve_module(doc_path: str, module: str) -> tuple[str, ...]:

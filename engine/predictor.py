@@ -39,7 +39,7 @@ from .compounds import MAX_COMPOUNDS
 from .config import EngineConfig, load_variant, model_path
 from .context import ContextWindow, LineCache
 from .imports import (DEFINES, IMPORTING, ImportIndex, from_import_at, load_module_members,
-                      resolve_module)
+                      module_name_at, next_parts, resolve_module)
 from .languages import BY_NAME, UNKNOWN, Language
 from .lexicon import (LONG_MIN, CorpusLexicon, DocLexicon, PieceIndex, PoolBuilder, context_keys,
                       merge_lexicons, pieces)
@@ -429,6 +429,8 @@ class Predictor:
         members = None
         if self.language.name == "python" and "import" in ctx_text[-2000:]:
             members = self._module_members(ctx_text)
+        if self.language.name == "python" and members is None:
+            members = self._module_names(ctx_text)
         self.pool.begin(context_keys(before), doc, self.window.idents,
                         self.window.line_idents, self.window.recent_idents, before,
                         self._expected_names() if defining else (), members)
@@ -446,7 +448,7 @@ class Predictor:
         if self._members is None:
             self._members = load_module_members(self.folder)
         if not module.startswith("."):
-            out.update(dict(self._members.get(module, ())))
+            out.update(dict(self._members.get("members", {}).get(module, ())))
         imports = getattr(self.pool.corpus, "imports", None)
         if imports is not None:
             parts = resolve_module(self.doc_id or "", module)
@@ -455,6 +457,16 @@ class Predictor:
         for w in listed:
             out.pop(w, None)
         return dict(out) or None
+
+    def _module_names(self, ctx_text: str) -> dict[str, float] | None:
+        """Where a Python ``import``/``from`` statement names its module: the module names (or
+        the next part after a typed ``pkg.``) the corpus imports, by count; None elsewhere."""
+        head = module_name_at(ctx_text)
+        if head is None:
+            return None
+        if self._members is None:
+            self._members = load_module_members(self.folder)
+        return next_parts(self._members.get("modules", {}), head) or None
 
     def _expected_names(self) -> list[str]:
         """Names the workspace imports from the current document's module (remembered per

@@ -155,8 +155,30 @@ def test_module_members_counts_absolute_from_imports():
     texts = ["from collections import deque, OrderedDict\nfrom . import local\n",
              "from collections import deque\nfrom .pkg import rel\n", "def (:\n",
              "from collections import *\nfrom collections import deque as d, OrderedDict\n"]
-    assert module_members(texts) == {"collections": [["deque", 3], ["OrderedDict", 2]]}
-    assert module_members(texts, min_count=1, per_module=1) == {"collections": [["deque", 3]]}
+    texts.append("import os.path, os\nimport collections\n")
+    assert module_members(texts) == {"members": {"collections": [["deque", 3], ["OrderedDict", 2]]},
+                                     "modules": {"collections": 5}}
+    assert module_members(texts, min_count=1, per_module=1) == {
+        "members": {"collections": [["deque", 3]]}, "modules": {"collections": 5, "os": 1, "os.path": 1}}
+
+
+@pytest.mark.parametrize("text, head", [
+    ("import ", ""), ("x = 1\nfrom ", ""), ("    import ", ""), ("from os.", "os."),
+    ("from a.b.", "a.b."), ("yield from ", None), ("from x import ", None), ("x = ", None),
+])
+def test_module_name_at(text, head):
+    from engine.imports import module_name_at
+
+    assert module_name_at(text) == head
+
+
+def test_next_parts_sums_what_a_head_leads_to():
+    from engine.imports import next_parts
+
+    mods = {"os": 5, "os.path": 2, "collections": 4, "collections.abc": 3, "osmosis": 1}
+    assert next_parts(mods, "") == {"os": 7, "collections": 7, "osmosis": 1}
+    assert next_parts(mods, "os.") == {"path": 2}
+    assert next_parts(mods, "nothing.") == {}
 
 
 def test_a_missing_or_corrupt_members_file_turns_the_term_off(tmp_path, caplog):
@@ -164,6 +186,8 @@ def test_a_missing_or_corrupt_members_file_turns_the_term_off(tmp_path, caplog):
 
     assert load_module_members(tmp_path) == {} and not caplog.records
     (tmp_path / MEMBERS_FILE).write_text("{not json")
+    assert load_module_members(tmp_path) == {}
+    (tmp_path / MEMBERS_FILE).write_text('["a list"]')
     assert load_module_members(tmp_path) == {}
     assert MEMBERS_FILE in caplog.text
 
@@ -177,3 +201,4 @@ def test_the_shipped_model_completes_from_import_statements():
     assert "wraps" in first and "partial" not in first, first
     # the same context outside an import statement is not steered
     assert p.predict("from functools import partial\nx = ")[0].text != "wraps"
+    assert p.predict("import os\nfrom os.")[0].text == "path"
