@@ -220,6 +220,7 @@ class ImportIndex:
     def __init__(self) -> None:
         self.by_module: dict[tuple[str, ...], Counter] = {}
         """``(kind, *module parts)`` (:func:`module_kind`, :func:`module_parts`) -> name -> times."""
+        self._by_last: dict | None = None  # (kind, last part) -> keys' parts, for names_of
 
     @classmethod
     def from_files(cls, files) -> "ImportIndex":
@@ -233,6 +234,24 @@ class ImportIndex:
 
     def __len__(self) -> int:
         return len(self.by_module)
+
+    def names_of(self, kind: str, parts: tuple[str, ...]) -> Counter:
+        """What the workspace imports from the module ``parts`` (of ``kind``), however each file
+        spelled it: keys that end with ``parts`` (relative imports resolved to whole paths) or that
+        ``parts`` ends with (``pkg.util`` for ``.../src/pkg/util``)."""
+        if self._by_last is None:
+            by_last: dict[tuple, list] = {}
+            for key in self.by_module:
+                if len(key) > 1:
+                    by_last.setdefault((key[0], key[-1]), []).append(key[1:])
+            self._by_last = by_last
+        total: Counter = Counter()
+        n = len(parts)
+        for key in self._by_last.get((kind, parts[-1]) if parts else (), ()):
+            k = len(key)
+            if (key[k - n:] if k >= n else parts[n - k:]) == (parts if k >= n else key):
+                total.update(self.by_module[(kind,) + key])
+        return total
 
     def expected(self, doc_path: str, limit: int = MAX_NAMES) -> list[str]:
         """Names the workspace imports from the module at ``doc_path`` (a path or ``file://`` URI),
@@ -260,26 +279,28 @@ MEMBERS_FILE = "imports-python.json"
 """The model folder's table of what Python code imports from each module (:func:`module_members`)."""
 
 
-def module_members(texts, min_count: int = 2, per_module: int = MEMBERS_PER_MODULE) -> dict[str, dict]:
-    """What Python ``texts`` import, by absolute module name: ``{"members": {"collections":
-    [["deque", 40], ["OrderedDict", 31], ...], ...}, "modules": {"collections": 170, "os.path": 12,
-    ...}}``: the names each module is imported for (``from collections import deque``), named
-    ``min_count`` times or more, most often first, ``per_module`` at most; and how often each
-    module is imported (``import m`` or ``from m import ...``), ``min_count`` times or more.
-    Relative imports name the corpus's own packages and are left out; a text that does not parse
-    too."""
+def module_members(files, min_count: int = 2, per_module: int = MEMBERS_PER_MODULE) -> dict[str, dict]:
+    """What Python code imports, by absolute module name, from ``(project, text)`` pairs:
+    ``{"members": {"collections": [["deque", 40], ["OrderedDict", 31], ...], ...}, "modules":
+    {"collections": 30, "os.path": 12, ...}}``: the names each module is imported for (``from
+    collections import deque``), named ``min_count`` times or more, most often first,
+    ``per_module`` at most; and in how many projects each module is imported (``import m`` or
+    ``from m import ...``), ``min_count`` or more (so a large project importing its own modules
+    does not lead every ``import``). Relative imports name the corpus's own packages and are left
+    out; a text that does not parse too."""
     counts: dict[str, Counter] = {}
-    modules: Counter = Counter()
-    for text in texts:
+    projects: dict[str, set] = {}
+    for project, text in files:
         try:
             tree = ast.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
-                modules.update(a.name for a in node.names)
+                for a in node.names:
+                    projects.setdefault(a.name, set()).add(project)
             elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-                modules[node.module] += 1
+                projects.setdefault(node.module, set()).add(project)
                 c = counts.setdefault(node.module, Counter())
                 for a in node.names:
                     if a.name != "*":
@@ -289,7 +310,7 @@ def module_members(texts, min_count: int = 2, per_module: int = MEMBERS_PER_MODU
         kept = [[w, n] for w, n in c.most_common(per_module) if n >= min_count]
         if kept:
             out[mod] = kept
-    return {"members": out, "modules": {m: n for m, n in sorted(modules.items()) if n >= min_count}}
+    return {"members": out, "modules": {m: len(p) for m, p in sorted(projects.items()) if len(p) >= min_count}}
 
 
 _MODULE_AT = re.compile(r"^[ \t]*(?:import|from)[ \t]+((?:\w+\.)*)$")
@@ -314,20 +335,32 @@ def next_parts(modules: dict[str, int], head: str) -> dict[str, int]:
     return dict(out)
 
 
-_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]*(?:\(([^()]*)|([^()\n]*))$", re.M)
+_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import\b", re.M)
+_ITEM = r"\w+(?:\s+as\s+\w+)?\s*,"
+_LISTED = re.compile(r"[ \t]*(?:" + _ITEM.replace("\\s", "[ \\t]") + r"[ \t]*)*")
+_LISTED_PAREN = re.compile(r"[ \t]*\(\s*(?:" + _ITEM + r"\s*)*")
+_COMMENT = re.compile(r"#[^\n]*")
 
 
 def from_import_at(text: str) -> tuple[str, set[str]] | None:
-    """The module of the Python ``from M import`` statement the end of ``text`` is inside (in its
-    names), and the names it already lists; None elsewhere. Reads the last 2,000 characters."""
+    """The module of the Python ``from M import`` statement whose next name the end of ``text``
+    is at (right after ``import``, a comma, or an open parenthesis; comments inside parentheses
+    allowed), and the names it already lists; None elsewhere (after a listed name, an ``as``, a
+    ``;`` or a comment, or when the statement started over 2,000 characters back)."""
     tail = text[-2000:]
     m = None
     for m in _FROM_IMPORT.finditer(tail):
         pass
-    if m is None or m.end() != len(tail):
+    if m is None:
         return None
-    listed = m.group(2) if m.group(2) is not None else m.group(3)
-    return m.group(1), set(re.findall(r"\w+", listed))
+    rest = tail[m.end():]
+    if rest.lstrip(" \t").startswith("("):
+        rest = _COMMENT.sub("", rest)
+        if ")" in rest or not _LISTED_PAREN.fullmatch(rest):
+            return None
+    elif not _LISTED.fullmatch(rest):
+        return None
+    return m.group(1), {w for w in re.findall(r"\w+", rest)}
 
 
 def load_module_members(folder) -> dict[str, dict]:
@@ -347,7 +380,27 @@ def load_module_members(folder) -> dict[str, dict]:
     except (OSError, ValueError) as e:
         logging.getLogger(__name__).error("%s: %s; the from-import term is off", path, e)
         return {}
-    return data if isinstance(data, dict) and isinstance(data.get("members"), dict) else {}
+    if not _well_formed(data):
+        logging.getLogger(__name__).error("%s is not a table of modules and their names (as laya export "
+                                          "writes it); the from-import term is off", path)
+        return {}
+    return data
+
+
+def _count(n) -> bool:
+    return isinstance(n, int) and not isinstance(n, bool) and n > 0
+
+
+def _well_formed(data) -> bool:
+    """Whether ``data`` has :func:`module_members`' shape, with positive integer counts."""
+    if not isinstance(data, dict) or not isinstance(data.get("members"), dict):
+        return False
+    modules = data.get("modules", {})
+    if not isinstance(modules, dict) or not all(isinstance(k, str) and _count(n) for k, n in modules.items()):
+        return False
+    return all(isinstance(names, list) and all(
+        isinstance(e, list) and len(e) == 2 and isinstance(e[0], str) and _count(e[1]) for e in names)
+        for names in data["members"].values())
 
 
 def resolve_module(doc_path: str, module: str) -> tuple[str, ...]:

@@ -866,8 +866,8 @@ class PoolBuilder:
             for w in recent:
                 line_extra[w] += rec / len(recent)
         from_w = W.get("from", 0.0)
-        if from_w and members:
-            tot = sum(members.values())
+        tot = sum(members.values()) if from_w and members else 0
+        if tot > 0:
             for w, n in members.items():
                 line_extra[w] += from_w * n / tot
         exp_w = W.get("expect", 0.0)

@@ -444,18 +444,22 @@ class Predictor:
         if at is None:
             return None
         module, listed = at
-        out: Counter = Counter()
         if self._members is None:
             self._members = load_module_members(self.folder)
+        sources = []  # the corpus's counts and the workspace's, each as shares (the workspace's are few)
         if not module.startswith("."):
-            out.update(dict(self._members.get("members", {}).get(module, ())))
+            sources.append(dict(self._members.get("members", {}).get(module, ())))
         imports = getattr(self.pool.corpus, "imports", None)
         if imports is not None:
             parts = resolve_module(self.doc_id or "", module)
             if parts:
-                out.update(imports.by_module.get(("py",) + parts, {}))
-        for w in listed:
-            out.pop(w, None)
+                sources.append(imports.names_of("py", parts))
+        out: Counter = Counter()
+        for counts in sources:
+            counts = {w: n for w, n in counts.items() if w not in listed}
+            tot = sum(counts.values())
+            for w, n in counts.items():
+                out[w] += n / tot
         return dict(out) or None
 
     def _module_names(self, ctx_text: str) -> dict[str, float] | None:

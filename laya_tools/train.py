@@ -519,6 +519,8 @@ def write_lexicon(corpus_dir: Path, out_dir: Path) -> None:
         log.info("lexicon %s: %d identifiers, %d bigram and %d trigram contexts", lang, len(data["counts"]),
                  len(data["bi_offsets"]) - 1, len(data["tri_offsets"]) - 1)
         if lang == "python":
-            members = module_members(texts)
+            members = module_members((pkg, corpus.read_text(f)) for language, pkg, f in
+                                     corpus.iter_files(corpus_dir, "train", ["python"]))
             (out_dir / MEMBERS_FILE).write_text(json.dumps(members, separators=(",", ":"), sort_keys=True))
-            log.info("%s: %d modules", MEMBERS_FILE, len(members))
+            log.info("%s: names of %d modules, %d module names", MEMBERS_FILE, len(members["members"]),
+                     len(members["modules"]))

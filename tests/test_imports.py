@@ -142,6 +142,11 @@ def test_unicode_names_are_whole():
     ("import os\n", None),
     ("from x import (a, b)\ny = ", None),
     ("from math import prod  # a comment\n", None),
+    ("from os import path; x = ", None),
+    ("from os import path  # see ", None),
+    ("from os import path ", None),
+    ("from x import (a,\n  # c\n  ", ("x", {"a"})),
+    ("from typing import Any as A, ", ("typing", {"Any", "as", "A"})),
 ])
 def test_from_import_at(text, at):
     from engine.imports import from_import_at
@@ -152,14 +157,16 @@ def test_from_import_at(text, at):
 def test_module_members_counts_absolute_from_imports():
     from engine.imports import module_members
 
-    texts = ["from collections import deque, OrderedDict\nfrom . import local\n",
-             "from collections import deque\nfrom .pkg import rel\n", "def (:\n",
-             "from collections import *\nfrom collections import deque as d, OrderedDict\n"]
-    texts.append("import os.path, os\nimport collections\n")
-    assert module_members(texts) == {"members": {"collections": [["deque", 3], ["OrderedDict", 2]]},
-                                     "modules": {"collections": 5}}
-    assert module_members(texts, min_count=1, per_module=1) == {
-        "members": {"collections": [["deque", 3]]}, "modules": {"collections": 5, "os": 1, "os.path": 1}}
+    files = [("p1", "from collections import deque, OrderedDict\nfrom . import local\n"),
+             ("p1", "from collections import deque\nfrom .pkg import rel\n"), ("p2", "def (:\n"),
+             ("p2", "from collections import *\nfrom collections import deque as d, OrderedDict\n"),
+             ("p3", "import os.path, os\nimport collections\n"), ("p3", "import big.own\n" * 50)]
+    # modules count the projects importing them, so one project's own many imports do not lead
+    assert module_members(files) == {"members": {"collections": [["deque", 3], ["OrderedDict", 2]]},
+                                     "modules": {"collections": 3}}
+    assert module_members(files, min_count=1, per_module=1) == {
+        "members": {"collections": [["deque", 3]]},
+        "modules": {"big.own": 1, "collections": 3, "os": 1, "os.path": 1}}
 
 
 @pytest.mark.parametrize("text, head", [
@@ -187,8 +194,15 @@ def test_a_missing_or_corrupt_members_file_turns_the_term_off(tmp_path, caplog):
     assert load_module_members(tmp_path) == {} and not caplog.records
     (tmp_path / MEMBERS_FILE).write_text("{not json")
     assert load_module_members(tmp_path) == {}
-    (tmp_path / MEMBERS_FILE).write_text('["a list"]')
-    assert load_module_members(tmp_path) == {}
+    for bad in ('["a list"]', '{"members": {"collections": 5}}', '{"members": {}, "modules": ["os"]}',
+                '{"members": {"collections": [["deque"]]}}', '{"members": {"c": [["deque", "5"]]}}',
+                '{"members": {"c": [["deque", 0]]}}', '{"members": {}, "modules": {"os": true}}'):
+        caplog.clear()
+        (tmp_path / MEMBERS_FILE).write_text(bad)
+        assert load_module_members(tmp_path) == {}, bad
+        assert MEMBERS_FILE in caplog.text, bad
+    (tmp_path / MEMBERS_FILE).write_text('{"members": {"c": [["deque", 2]]}, "modules": {"c": 1}}')
+    assert load_module_members(tmp_path) == {"members": {"c": [["deque", 2]]}, "modules": {"c": 1}}
     assert MEMBERS_FILE in caplog.text
 
 
@@ -202,3 +216,14 @@ def test_the_shipped_model_completes_from_import_statements():
     # the same context outside an import statement is not steered
     assert p.predict("from functools import partial\nx = ")[0].text != "wraps"
     assert p.predict("import os\nfrom os.")[0].text == "path"
+
+
+def test_workspace_names_of_a_module_however_it_was_spelled():
+    index = ImportIndex.from_files([
+        ("/w/src/pkg/a.py", "from .util import one, two\n"),
+        ("/w/src/pkg/c.py", "from pkg.util import three\n"),
+        ("/w/src/other/d.py", "from other.util import nope\n")])
+    assert index.names_of("py", ("pkg", "util")) == Counter({"one": 1, "two": 1, "three": 1})
+    assert index.names_of("py", ("w", "src", "pkg", "util")) == Counter({"one": 1, "two": 1, "three": 1})
+    assert index.names_of("js", ("pkg", "util")) == Counter()
+    assert index.names_of("py", ()) == Counter()
