@@ -1,4 +1,4 @@
-"""Names the workspace expects a module to define: what its other files import from it.
+"""What code imports: names a workspace expects a module to define, and what modules export.
 
 When a file is written (or written again) inside a project, the project's other files often
 already name what it must define: ``from tomlkit.exceptions import ParseError``, ``from
@@ -16,15 +16,21 @@ resolves to it. A document matches an imported module when the module's name is 
 or a suffix of it (``tomlkit.exceptions`` or ``exceptions`` for ``.../src/tomlkit/exceptions.py``),
 so the folder the workspace was opened at does not matter; Python and JavaScript/TypeScript
 modules are kept apart.
+
+The same reading, over the training corpus's Python, gives :func:`module_members`: what code
+imports from each module (``from collections import deque``) and how many projects import it,
+shipped in the model folder (:data:`MEMBERS_FILE`), so that inside ``from M import`` the names of
+``M`` lead (:func:`from_import_at`; the ``from`` prior weight), and where ``import``/``from`` name
+a module, the modules (:func:`module_name_at`).
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from urllib.parse import unquote
 from collections import Counter
 from pathlib import PurePosixPath
+from urllib.parse import unquote
 
 _SCRIPT_DEFINES = frozenset({"class", "function", "interface", "type", "enum"})
 DEFINES: dict[str, frozenset[str]] = {

@@ -27,10 +27,10 @@ All methods must run on one thread (``engine.worker.EngineThread``): MLX state i
 from __future__ import annotations
 
 import logging
-from collections import Counter
 import os
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -66,14 +66,14 @@ def kv_capacity(cfg: EngineConfig) -> int:
 
 
 _NOT_BEGUN = object()
+"""``Predictor._pool_doc`` when the current pool has not begun a context (never equal to a document
+or to None, the document of a decision without ``doc_id``)."""
 
 
 def _indented(text: str) -> bool:
     """Whether the last line of ``text`` starts with a blank."""
     start = text.rfind("\n") + 1
     return text[start : start + 1].isspace()
-"""``Predictor._pool_doc`` when the current pool has not begun a context (never equal to a document
-or to None, the document of a decision without ``doc_id``)."""
 
 FULL_HEAD_MAX_VOCAB = 8192
 """Up to this vocabulary size the whole LM head is computed once per context (see ``predict``)."""
@@ -101,7 +101,7 @@ class Predictor:
         self._lexicon_lock = threading.Lock()
         self._workspace: dict[str, CorpusLexicon] = {}
         self._expected: dict[str, tuple] = {}  # doc id -> (import index, names): _expected_names
-        self._members: dict[str, list] | None = None  # imports-python.json, read on first use
+        self._members: dict[str, dict] | None = None  # imports-python.json, read on first use
         self._pools: dict[str, PoolBuilder] = {}
         self._doc_lang: dict[str, Language] = {}
         self.language: Language = UNKNOWN
@@ -360,8 +360,8 @@ class Predictor:
                 ``engine.lexicon.merge_lexicons``); None: the variant's ``workspace_weight``.
             paths: language name -> the files' paths, in the order of ``texts`` (absolute, or
                 relative to a workspace folder): the imports of Python, JavaScript and
-                TypeScript files then name what each module is expected to define (``engine.imports``; the
-                ``expect`` weight).
+                TypeScript files then name what each module is expected to define and what it
+                exports (``engine.imports``; the ``expect`` and ``from`` weights).
 
         Returns:
             Language name -> merged lexicon (the workspace's alone for a language that ships none).
