@@ -270,6 +270,8 @@ class ImportIndex:
         kind = module_kind(doc_path.split("?", 1)[0])
         if not me or kind is None:
             return []
+        # only keys the document's path ends with: a key longer than the path is another file
+        # (``names_of`` also takes those, as an import's spelling is a partial path)
         total: Counter = Counter()
         for k in range(len(me)):
             hit = self.by_module.get((kind,) + me[k:])

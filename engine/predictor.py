@@ -444,11 +444,9 @@ class Predictor:
         if at is None:
             return None
         module, listed = at
-        if self._members is None:
-            self._members = load_module_members(self.folder)
         sources = []  # the corpus's counts and the workspace's, each as shares (the workspace's are few)
         if not module.startswith("."):
-            sources.append(dict(self._members.get("members", {}).get(module, ())))
+            sources.append(dict(self._import_table().get("members", {}).get(module, ())))
         imports = getattr(self.pool.corpus, "imports", None)
         if imports is not None:
             parts = resolve_module(self.doc_id or "", module)
@@ -468,9 +466,14 @@ class Predictor:
         head = module_name_at(ctx_text)
         if head is None:
             return None
+        return next_parts(self._import_table().get("modules", {}), head) or None
+
+    def _import_table(self) -> dict[str, dict]:
+        """The model folder's ``imports-python.json`` (``engine.imports.module_members``), read on
+        first use."""
         if self._members is None:
             self._members = load_module_members(self.folder)
-        return next_parts(self._members.get("modules", {}), head) or None
+        return self._members
 
     def _expected_names(self) -> list[str]:
         """Names the workspace imports from the current document's module (remembered per

@@ -181,18 +181,6 @@ def word_start_mask(tables: tuple[np.ndarray, np.ndarray], x: np.ndarray, y: np.
     return starts[y] & ~ends[x]
 
 
-def word_start_loss(model: Model, vx: mx.array, vy: mx.array, tables) -> float:
-    """Mean cross-entropy (nats/token) over the targets of the windows that begin an identifier."""
-    total, count = 0.0, 0
-    for i in range(0, vx.shape[0], 16):
-        x, y = vx[i : i + 16], vy[i : i + 16]
-        mask = word_start_mask(tables, np.array(x), np.array(y))
-        ce = nn.losses.cross_entropy(model(x), y, reduction="none")
-        total += float((ce * mx.array(mask.astype(np.float32))).sum().item())
-        count += int(mask.sum())
-    return total / max(1, count)
-
-
 def val_windows(tokens: np.ndarray, seq_len: int, n: int = 64) -> tuple[mx.array, mx.array]:
     """``n`` evenly spaced windows of ``tokens``: inputs and next-token targets, ``(n, seq_len)``."""
     n = max(1, min(n, len(tokens) - seq_len - 1))
@@ -203,19 +191,35 @@ def val_windows(tokens: np.ndarray, seq_len: int, n: int = 64) -> tuple[mx.array
     return mx.array(x), mx.array(y)
 
 
-def evaluate(model: Model, vx: mx.array, vy: mx.array) -> float:
-    """Mean next-token cross-entropy (nats/token) over the windows."""
+def evaluate(model: Model, vx: mx.array, vy: mx.array, tables=None) -> tuple[float, float | None]:
+    """Mean next-token cross-entropy (nats/token) over the windows (the mean of batches of 16),
+    and with ``tables`` (:func:`word_start_tables`) the mean over the targets that begin an
+    identifier (else None), from one forward pass per batch."""
     losses = []
+    total, count = 0.0, 0
     for i in range(0, vx.shape[0], 16):
-        losses.append(loss_fn(model, vx[i : i + 16], vy[i : i + 16]).item())
-    return float(np.mean(losses))
+        x, y = vx[i : i + 16], vy[i : i + 16]
+        ce = nn.losses.cross_entropy(model(x), y, reduction="none")
+        losses.append(ce.mean().item())
+        if tables is not None:
+            mask = word_start_mask(tables, np.array(x), np.array(y))
+            total += float((ce * mx.array(mask.astype(np.float32))).sum().item())
+            count += int(mask.sum())
+    return float(np.mean(losses)), (total / max(1, count) if tables is not None else None)
 
 
-def evaluate_languages(model: Model, val: dict[str, tuple[mx.array, mx.array]]) -> dict[str, float]:
-    """Validation loss per language, plus ``"mean"`` over the languages."""
-    out = {lang: evaluate(model, vx, vy) for lang, (vx, vy) in val.items()}
+def evaluate_languages(model: Model, val: dict[str, tuple[mx.array, mx.array]],
+                       tables=None) -> tuple[dict[str, float], dict[str, float] | None]:
+    """Validation loss per language, plus ``"mean"`` over the languages; and with ``tables`` the
+    same at word starts (else None)."""
+    both = {lang: evaluate(model, vx, vy, tables) for lang, (vx, vy) in val.items()}
+    out = {lang: v[0] for lang, v in both.items()}
     out["mean"] = float(np.mean(list(out.values())))
-    return out
+    if tables is None:
+        return out, None
+    ws = {lang: v[1] for lang, v in both.items()}
+    ws["mean"] = float(np.mean(list(ws.values())))
+    return out, ws
 
 
 def _load_checkpoint_weights(model: Model, ckpt_dir: Path) -> bool:
@@ -434,9 +438,7 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
             history.append({"step": step, "train_loss": float(np.mean(losses))})
             losses = []
         if step % eval_every == 0:
-            vl = evaluate_languages(model, val)
-            ws = {lang: word_start_loss(model, vx, vy, tables) for lang, (vx, vy) in val.items()}
-            ws["mean"] = float(np.mean(list(ws.values())))
+            vl, ws = evaluate_languages(model, val, tables)
             log.info("step %d val_loss %s (held-out packages); at word starts %s", step,
                      " ".join(f"{k} {v:.4f}" for k, v in vl.items()),
                      " ".join(f"{k} {v:.4f}" for k, v in ws.items()))
@@ -446,7 +448,7 @@ def train(corpus_dir: Path, ckpt_dir: Path, out_dir: Path | None, cfg: TrainConf
             save_checkpoint(ckpt_dir, model, opt, step, cfg, history)
     if rank > 0:
         return {"step": step, "rank": rank}
-    vl = evaluate_languages(model, val)
+    vl, _ = evaluate_languages(model, val)
     history.append({"step": step, "val_loss": vl["mean"], "val_loss_by_language": vl,
                     "tokens_seen": tokens_seen, "final": True})
     log.info("stopped at step %d, val_loss %s, %d tokens this run", step,
