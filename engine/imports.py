@@ -321,13 +321,14 @@ def module_members(files, min_count: int = 2, per_module: int = MEMBERS_PER_MODU
     return {"members": out, "modules": {m: len(p) for m, p in sorted(projects.items()) if len(p) >= min_count}}
 
 
-_MODULE_AT = re.compile(r"^[ \t]*(?:import|from)[ \t]+((?:\w+\.)*)$")
+_MODULE_AT = re.compile(r"^[ \t]*(?:import[ \t]+(?:[\w.]+(?:[ \t]+as[ \t]+\w+)?[ \t]*,[ \t]*)*+|from[ \t]+)"
+                        r"((?:\w+\.)*)$")
 
 
 def module_name_at(text: str) -> str | None:
     """Where a Python ``import`` or ``from`` statement names its module at the end of ``text``: the
-    dotted head typed so far (``""`` after ``import ``, ``"os."`` after ``from os.``); None
-    elsewhere."""
+    dotted head typed so far (``""`` after ``import `` or ``import os, ``, ``"os."`` after
+    ``from os.``); None elsewhere."""
     m = _MODULE_AT.search(text[text.rfind("\n") + 1:])
     return m.group(1) if m else None
 

@@ -172,6 +172,8 @@ def test_module_members_counts_absolute_from_imports():
 @pytest.mark.parametrize("text, head", [
     ("import ", ""), ("x = 1\nfrom ", ""), ("    import ", ""), ("from os.", "os."),
     ("from a.b.", "a.b."), ("yield from ", None), ("from x import ", None), ("x = ", None),
+    ("import os, ", ""), ("import os.path as p, sys, json.", "json."), ("import os as ", None),
+    ("import os ", None), ("import os,sys,", ""),
 ])
 def test_module_name_at(text, head):
     from engine.imports import module_name_at
