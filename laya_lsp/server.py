@@ -264,6 +264,8 @@ def did_change(ls: LayaServer, params: types.DidChangeTextDocumentParams) -> Non
             ls.typing_at.pop(uri, None)
         else:
             ls.typing_at[uri] = cursor
+            if ls.system2.enabled:
+                system2.after_change(ls.system2, uri, doc, cursor, ls.workspace_index.folders)
     chars = min(MAX_OBSERVE_CHARS, doc.chars if isinstance(doc, LspTextDocument) else 0)
     ls.observer.trigger(uri, lambda: ls.observe(uri),
                         OBSERVE_INTERVAL_S * max(1.0, chars / OBSERVE_CHARS_PER_INTERVAL))

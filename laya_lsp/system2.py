@@ -21,7 +21,9 @@ import os
 import sys
 import threading
 from dataclasses import dataclass
-from typing import Callable
+from pathlib import Path, PurePosixPath
+from typing import Callable, Mapping
+from urllib.parse import unquote, urlparse
 
 from engine.system2 import Continuation
 
@@ -50,7 +52,7 @@ class System2Runner:
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._job: tuple[int, str, str] | None = None
+        self._job: tuple[int, str, str, str | None] | None = None
         self._seq = 0
         self._asked: tuple[str, str] | None = None  # the latest request's place
         self._result: Guess | None = None
@@ -85,9 +87,10 @@ class System2Runner:
             self._seq += 1
             self._cond.notify()
 
-    def request(self, uri: str, prefix: str) -> None:
+    def request(self, uri: str, prefix: str, path: str | None = None) -> None:
         """Continue the text after ``prefix`` (the text before the cursor in ``uri``), unless
-        the user is still on the line in hand and some of it is left."""
+        the user is still on the line in hand and some of it is left. ``path`` is the file's
+        path for the prompt (:func:`prompt_path`)."""
         if not self.enabled:
             return
         cont = self.continuation_for(uri)
@@ -98,7 +101,7 @@ class System2Runner:
                 return  # already on it (completion and inline completion of one keystroke)
             self._asked = (uri, prefix)
             self._seq += 1
-            self._job = (self._seq, uri, prefix)
+            self._job = (self._seq, uri, prefix, path)
             self._cond.notify()
 
     def continuation_for(self, uri: str) -> Continuation | None:
@@ -150,7 +153,7 @@ class System2Runner:
                     self._cond.wait()
                 if self._closed:
                     return
-                seq, uri, prefix = self._job
+                seq, uri, prefix, path = self._job
                 self._job = None
             def publish(cont: Continuation, seq=seq, uri=uri) -> None:
                 if self._seq == seq:  # the line so far: its first identifier is usable already
@@ -158,9 +161,52 @@ class System2Runner:
 
             try:
                 cont = self.model.continuation(prefix, max_tokens=MAX_TOKENS, stop=lambda: self._seq != seq,
-                                               on_text=publish)
+                                               on_text=publish, path=path)
             except Exception:  # noqa: BLE001 - a failed guess must not end the thread
                 log.exception("System 2 failed")
                 continue
             if cont is not None and self._seq == seq:
                 self._result = Guess(uri, cont)
+
+
+def after_change(runner: System2Runner, uri: str, doc, cursor, folders: Mapping[str, Path]) -> None:
+    """After a document change that leaves the cursor at a word boundary (a space, a bracket, a
+    line break: keys an editor asks no completion for), start System 2's next line there when the
+    user has left the one in hand, so that the next word finds it ready: the next key comes
+    ~100-300 ms later, the line's first identifier ~20-60 ms after the start.
+
+    Args:
+        doc: the open document (``pygls.workspace.TextDocument``), already changed.
+        cursor: the cursor after the change (client units; ``documents.position_after_change``).
+        folders: the workspace folders (:func:`prompt_path`).
+    """
+    from .documents import cursor_context
+
+    if not runner.enabled:
+        return
+    ctx = cursor_context(doc, cursor)
+    if ctx is not None and not ctx.word:
+        runner.request(uri, ctx.prefix, prompt_path(uri, folders))
+
+
+def prompt_path(uri: str, folders: Mapping[str, Path]) -> str | None:
+    """The document's path as System 2's prompt names it (``engine.system2.FILE_TOKEN``): relative
+    to the workspace folder that holds it (``src/app/models.py``), else its file name; the last
+    part of the URI for other schemes (``untitled:Untitled-1``); None when there is none.
+
+    Args:
+        uri: the document's URI.
+        folders: workspace folder URIs and their local paths (``WorkspaceIndex.folders``).
+    """
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        name = unquote(parsed.path).rstrip("/").rsplit("/", 1)[-1]
+        return name or None
+    doc = PurePosixPath(unquote(parsed.path).replace("\\", "/"))
+    best: PurePosixPath | None = None
+    for folder_uri in folders:
+        root = PurePosixPath(unquote(urlparse(folder_uri).path).replace("\\", "/"))
+        if doc.is_relative_to(root) and doc != root and (best is None or len(root.parts) > len(best.parts)):
+            best = root
+    rel = str(doc.relative_to(best)) if best is not None else doc.name
+    return rel or None

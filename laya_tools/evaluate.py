@@ -231,7 +231,10 @@ def pick_files(corpus_dir: Path, n: int, max_chars: int, seed: int = 0, split: s
     """``n`` files per language of one held-out split, cut to ``max_chars`` at a line end, one
     package after another.
 
-    Skips tests, type stubs, files under 2 KB and the copies wheels keep under ``*.data/``.
+    Skips files named as tests (``test`` in the file name; files in a ``tests/`` folder are kept:
+    C's tune package cJSON gives mostly those), type stubs, files under 2 KB and the copies wheels
+    keep under ``*.data/``. A file whose first ``max_chars`` hold no identifier (a long licence
+    comment) counts for nothing.
 
     Args:
         split: ``"eval"`` (the reported numbers) or ``"tune"`` (what ranking weights are tuned on).
@@ -296,11 +299,13 @@ class LaggedSystem2:
     the next key (~100 ms a line here, ~20-60 ms to the first identifier; typing runs at 100-300
     ms a key). Its identifier at the cursor joins the list at ``rank``. A boundary right after
     the user left the line so gets no guess until the next keystroke: a conservative model of an
-    editor. ``lag=0`` is a user who waits for System 2 at every key (the upper bound).
+    editor. ``lag=0`` is a user who waits for System 2 at every key (the upper bound). ``path``
+    names the file in System 2's prompt, as the server does (``laya_lsp.system2.prompt_path``).
     """
 
-    def __init__(self, system2, rank: int = 0, lag: int = 1, max_tokens: int = 12):
+    def __init__(self, system2, rank: int = 0, lag: int = 1, max_tokens: int = 12, path: str | None = None):
         self.system2, self.rank, self.lag, self.max_tokens = system2, rank, lag, max_tokens
+        self.path = path
         self.cont = None  # engine.system2.Continuation
         self.runs = 0
 
@@ -313,12 +318,12 @@ class LaggedSystem2:
 
         guess = self._guess(prefix)
         if guess is None and self.lag == 0:  # the user waited for it
-            self.cont = self.system2.continuation(prefix, max_tokens=self.max_tokens)
+            self.cont = self.system2.continuation(prefix, max_tokens=self.max_tokens, path=self.path)
             self.runs += 1
             guess = self._guess(prefix)
         if guess is not None:
             return merge(items, guess, word_prefix(prefix), self.rank)
-        self.cont = self.system2.continuation(prefix, max_tokens=self.max_tokens)
+        self.cont = self.system2.continuation(prefix, max_tokens=self.max_tokens, path=self.path)
         self.runs += 1
         return items
 
@@ -346,7 +351,10 @@ def evaluate_in_process(files: list[EvalFile], predictor, workspace: bool = Fals
         predictor.reset()
         predictor.observe_document(doc, "", f.language)
 
-        lagged = LaggedSystem2(system2, system2_rank, system2_lag) if system2 is not None else None
+        # the path the server's prompt would give: in the workspace folder, or the file's name
+        rel = f.name.split("/", 1)[-1]
+        lagged = (LaggedSystem2(system2, system2_rank, system2_lag, path=rel if workspace else rel.rsplit("/", 1)[-1])
+                  if system2 is not None else None)
 
         def ask(prefix, doc=doc, lagged=lagged):
             items = [c.text for c in predictor.predict(prefix, doc_id=doc, max_items=20) if c.kind != "line"]

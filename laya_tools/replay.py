@@ -163,7 +163,9 @@ def evaluate_through_server(files, model=None, workspace: bool = False, gap_ms: 
             folder (a temporary copy), one server per package.
         gap_ms: the typist's pause after each answer before the next keystroke (0: back to back;
             150 is ~7 keys a second), in which the server's idle-time work (System 2, windows
-            left by a jump, the document's n-grams) can run.
+            left by a jump, the document's n-grams) can run. With a pause, the keys typed
+            between two completions (the spaces and brackets between identifiers) are sent as
+            two changes, the last key a pause after the rest, as an editor sends each key.
         init_options: ``initializationOptions`` for the server (e.g. ``{"system2": true}``).
         latencies: if given, each completion's round trip (ms) is appended to it.
 
@@ -203,6 +205,10 @@ def evaluate_through_server(files, model=None, workspace: bool = False, gap_ms: 
                 c.open((base_dir / f.name.split("/", 1)[1]).as_uri(), "", _LANGUAGE_IDS.get(f.language, f.language))
 
                 def ask(prefix):
+                    if gap_ms and len(prefix) > len(c.text) + 1 and prefix.startswith(c.text):
+                        # the keys since the last answer: all but the last, a pause, the last
+                        c.type_to(prefix[:-1])
+                        time.sleep(gap_ms / 1000)
                     c.type_to(prefix)
                     items, secs = c.complete()
                     asked[0] += 1

@@ -14,6 +14,8 @@ from tests.test_system2 import GGUF, needs_model
 
 SOURCE = "import os\nimport sys\n\n\ndef main():\n    here = os.path.dirname(__file__)\n    name = os.pa"
 URI = "file:///laya-system2/doc.py"
+PATH = "doc.py"
+"""How System 2's prompt names :data:`URI` (no workspace folder: its file name)."""
 LINE, CHAR = SOURCE.count("\n"), len(SOURCE.rsplit("\n", 1)[1])
 
 
@@ -45,7 +47,7 @@ def test_a_system2_that_cannot_load_is_named_and_completion_goes_on(tmp_path):
 def test_the_guess_tops_the_next_list_at_the_same_place():
     from engine.system2 import System2
 
-    expected = System2(GGUF, n_ctx=512).complete_word(SOURCE)
+    expected = System2(GGUF, n_ctx=512).complete_word(SOURCE, path=PATH)
     assert expected and expected.startswith("pa")
     with RawServer() as s:
         s.initialize({"system2": True, "system2Path": str(GGUF)})
@@ -64,7 +66,7 @@ def test_inline_completion_shows_the_rest_of_system2_s_line():
     from engine.system2 import System2
 
     source = "def square(x):\n    ret"
-    cont = System2(GGUF, n_ctx=512).continuation(source, max_tokens=12)
+    cont = System2(GGUF, n_ctx=512).continuation(source, max_tokens=12, path=PATH)
     expected = cont.text.rstrip("\n")
     assert expected.startswith("return ") and len(expected) > len("return ")
     with RawServer() as s:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from engine.system2 import DEFAULT_FILE, Continuation, System2, System2Error, default_path, merge
-from laya_lsp.system2 import Guess, System2Runner
+from laya_lsp.system2 import Guess, System2Runner, prompt_path
 
 GGUF = Path(os.environ.get("LAYA_SYSTEM2_GGUF") or next(
     (p for p in (default_path(), Path.home() / ".cache" / "laya" / "system2" / DEFAULT_FILE) if p.is_file()),
@@ -95,6 +95,17 @@ def test_the_runner_offers_a_guess_only_where_it_was_made():
     assert runner.merge("file:///a.py", prefix + "x", cands) == cands
 
 
+def test_the_prompt_names_the_file_by_its_path_in_the_workspace():
+    folders = {"file:///home/u/proj": Path("/home/u/proj"), "file:///home/u/proj/sub": Path("/home/u/proj/sub")}
+    assert prompt_path("file:///home/u/proj/src/app.py", folders) == "src/app.py"
+    assert prompt_path("file:///home/u/proj/sub/b%20c.rs", folders) == "b c.rs"  # the innermost folder
+    assert prompt_path("file:///home/u/projx/a.go", folders) == "a.go"  # outside: its name
+    assert prompt_path("file:///tmp/x.ts", {}) == "x.ts"
+    assert prompt_path("file:///c%3A/Users/u/proj/m.c", {"file:///c%3A/Users/u/proj": Path("/")}) == "m.c"
+    assert prompt_path("untitled:Untitled-1", folders) == "Untitled-1"
+    assert prompt_path("untitled:", folders) is None
+
+
 @needs_model
 def test_not_installed_llama_or_a_corrupt_file_is_a_clear_error(tmp_path):
     bad = tmp_path / "bad.gguf"
@@ -166,3 +177,47 @@ def test_the_prompt_start_is_found_again_when_the_window_slides(model):
     model.complete_word(text[500:12010])  # the window's start moved by 500 characters
     assert model._anchor_key == key
     assert model._cached[: len(cached) - 8] == cached[: len(cached) - 8]  # the KV cache's prefix kept
+
+
+@needs_model
+def test_the_prompt_opens_with_the_file_name_token_and_the_path(model):
+    from engine.system2 import HEADER_TOKENS
+
+    head = model.header("tools/paths.py")
+    assert head[0] == model.llm.tokenize(b"<filename>", add_bos=False, special=True)[0]
+    assert model.llm.detokenize(head[1:]) == b"tools/paths.py\n"
+    assert model.header(None) == [] and model.header("") == []
+    assert len(model.header("a/" * 200 + "deep.py")) == HEADER_TOKENS  # a long path keeps its end
+    assert model.llm.detokenize(model.header("a/" * 200 + "deep.py")[-3:]).endswith(b".py\n")
+    src = "import os\nimport sys\n\n\ndef main():\n    here = os.path.dirname(__file__)\n    name = os.pa"
+    assert model.complete_word(src, path="tools/paths.py") == "path"
+    assert model._cached[: len(head)] == head  # the KV cache holds the header first
+
+
+def test_a_change_that_leaves_the_cursor_at_a_word_boundary_starts_the_next_line():
+    """``after_change``: keys an editor asks no completion for (a space, a bracket, a line
+    break) still start System 2's next line, with the file's path for the prompt."""
+    from lsprotocol import types
+    from pygls.workspace import TextDocument
+
+    from laya_lsp.system2 import after_change
+
+    class Recording(System2Runner):
+        asked: list = []
+        enabled = True
+
+        def request(self, uri, prefix, path=None):
+            self.asked.append((uri, prefix, path))
+
+    runner = Recording()
+    uri = "file:///home/u/proj/src/app.py"
+    folders = {"file:///home/u/proj": Path("/home/u/proj")}
+    doc = TextDocument(uri, "import os\nx = os.path.join(")
+    after_change(runner, uri, doc, types.Position(line=1, character=18), folders)
+    assert runner.asked == [(uri, "import os\nx = os.path.join(", "src/app.py")]
+    after_change(runner, uri, doc, types.Position(line=1, character=16), folders)  # inside "join"
+    after_change(runner, uri, doc, types.Position(line=9, character=0), folders)  # past the end
+    assert len(runner.asked) == 1
+    runner.enabled = False
+    after_change(runner, uri, doc, types.Position(line=1, character=18), folders)
+    assert len(runner.asked) == 1
