@@ -265,7 +265,10 @@ def did_change(ls: LayaServer, params: types.DidChangeTextDocumentParams) -> Non
         else:
             ls.typing_at[uri] = cursor
             if ls.system2.enabled:
-                system2.after_change(ls.system2, uri, doc, cursor, ls.workspace_index.folders)
+                try:
+                    system2.after_change(ls.system2, uri, doc, params.content_changes, ls.workspace_index.folders)
+                except Exception:  # noqa: BLE001 - optional; the document's n-grams must still be counted
+                    log.exception("System 2 after a change")
     chars = min(MAX_OBSERVE_CHARS, doc.chars if isinstance(doc, LspTextDocument) else 0)
     ls.observer.trigger(uri, lambda: ls.observe(uri),
                         OBSERVE_INTERVAL_S * max(1.0, chars / OBSERVE_CHARS_PER_INTERVAL))

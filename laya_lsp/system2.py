@@ -21,8 +21,9 @@ import os
 import sys
 import threading
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
-from typing import Callable, Mapping
+import re
+from pathlib import PurePosixPath
+from typing import Callable, Iterable, Sequence
 from urllib.parse import unquote, urlparse
 
 from engine.system2 import Continuation
@@ -169,44 +170,72 @@ class System2Runner:
                 self._result = Guess(uri, cont)
 
 
-def after_change(runner: System2Runner, uri: str, doc, cursor, folders: Mapping[str, Path]) -> None:
-    """After a document change that leaves the cursor at a word boundary (a space, a bracket, a
-    line break: keys an editor asks no completion for), start System 2's next line there when the
-    user has left the one in hand, so that the next word finds it ready: the next key comes
-    ~100-300 ms later, the line's first identifier ~20-60 ms after the start.
+
+AUTO_CLOSED = ("()", "[]", "{}", '""', "''", "``")
+"""Changes an editor makes for one key when it closes the pair itself: the cursor is between."""
+
+
+def after_change(runner: System2Runner, uri: str, doc, changes: Sequence, folders: Iterable[str]) -> None:
+    """After a key that leaves the cursor at a word boundary (a space, a bracket, a line break:
+    keys an editor asks no completion for), start System 2's next line there when the user has
+    left the one in hand, so that the next word finds it ready: the next key comes ~100-300 ms
+    later, the line's first identifier ~20-60 ms after the start.
 
     Args:
         doc: the open document (``pygls.workspace.TextDocument``), already changed.
-        cursor: the cursor after the change (client units; ``documents.position_after_change``).
-        folders: the workspace folders (:func:`prompt_path`).
+        changes: the ``didChange`` content changes; only one ranged change that inserts text
+            ending in a non-identifier character counts (an auto-closed pair puts the cursor
+            between its two characters); several at once (multiple cursors, a formatter) do not.
+        folders: the workspace folders' URIs (:func:`prompt_path`).
     """
-    from .documents import cursor_context
+    from .documents import cursor_context, position_after_change
 
-    if not runner.enabled:
+    if not runner.enabled or len(changes) != 1:
         return
+    change = changes[0]
+    text = change.text
+    if not text or text[-1] == "_" or text[-1].isalnum() or getattr(change, "range", None) is None:
+        return
+    cursor = position_after_change(change, doc)
+    if cursor is None:
+        return
+    if text in AUTO_CLOSED:
+        cursor = type(cursor)(line=cursor.line, character=cursor.character - 1)
     ctx = cursor_context(doc, cursor)
     if ctx is not None and not ctx.word:
         runner.request(uri, ctx.prefix, prompt_path(uri, folders))
 
 
-def prompt_path(uri: str, folders: Mapping[str, Path]) -> str | None:
+_DRIVE = re.compile(r"^/[A-Za-z]:")
+
+
+def _uri_path(uri: str) -> str:
+    """The decoded path of a URI, ``/c:/...`` for a Windows drive in either spelling."""
+    path = unquote(urlparse(uri).path).replace("\\", "/")
+    return path[:1] + path[1].lower() + path[2:] if _DRIVE.match(path) else path
+
+
+def prompt_path(uri: str, folders: Iterable[str]) -> str | None:
     """The document's path as System 2's prompt names it (``engine.system2.FILE_TOKEN``): relative
     to the workspace folder that holds it (``src/app/models.py``), else its file name; the last
-    part of the URI for other schemes (``untitled:Untitled-1``); None when there is none.
+    part of the URI for other schemes (``untitled:Untitled-1``); None when there is none, or the
+    URI does not parse.
 
     Args:
         uri: the document's URI.
-        folders: workspace folder URIs and their local paths (``WorkspaceIndex.folders``).
+        folders: the workspace folders' URIs (``WorkspaceIndex.folders``' keys).
     """
-    parsed = urlparse(uri)
-    if parsed.scheme != "file":
-        name = unquote(parsed.path).rstrip("/").rsplit("/", 1)[-1]
-        return name or None
-    doc = PurePosixPath(unquote(parsed.path).replace("\\", "/"))
-    best: PurePosixPath | None = None
-    for folder_uri in folders:
-        root = PurePosixPath(unquote(urlparse(folder_uri).path).replace("\\", "/"))
-        if doc.is_relative_to(root) and doc != root and (best is None or len(root.parts) > len(best.parts)):
-            best = root
+    try:
+        if urlparse(uri).scheme != "file":
+            name = unquote(urlparse(uri).path).rstrip("/").rsplit("/", 1)[-1]
+            return " ".join(name.split()) or None
+        doc = PurePosixPath(_uri_path(uri))
+        best: PurePosixPath | None = None
+        for folder_uri in folders:
+            root = PurePosixPath(_uri_path(folder_uri))
+            if doc.is_relative_to(root) and doc != root and (best is None or len(root.parts) > len(best.parts)):
+                best = root
+    except ValueError:  # urlparse: "Invalid IPv6 URL" and the like
+        return None
     rel = str(doc.relative_to(best)) if best is not None else doc.name
-    return rel or None
+    return " ".join(rel.split()) or None  # no line break inside the prompt's first line

@@ -297,10 +297,13 @@ class LaggedSystem2:
     (``engine.system2.Continuation.word_at``: the user typed along it), System 2 continues the
     text from there to the end of the line, standing in for it running while the user moves to
     the next key (~100 ms a line here, ~20-60 ms to the first identifier; typing runs at 100-300
-    ms a key). Its identifier at the cursor joins the list at ``rank``. A boundary right after
-    the user left the line so gets no guess until the next keystroke: a conservative model of an
-    editor. ``lag=0`` is a user who waits for System 2 at every key (the upper bound). ``path``
-    names the file in System 2's prompt, as the server does (``laya_lsp.system2.prompt_path``).
+    ms a key). Its identifier at the cursor joins the list at ``rank``. As in the server
+    (``laya_lsp.system2.after_change``), a key before a word start that leaves the cursor at a
+    word boundary (the space of ``, ``) starts a line there when the user has left the one in
+    hand, ready at the word start; a word start right after the key that left the line gets no
+    guess until the next keystroke. ``lag=0`` is a user who waits for System 2 at every key (the
+    upper bound). ``path`` names the file in System 2's prompt, as the server does
+    (``laya_lsp.system2.prompt_path``).
     """
 
     def __init__(self, system2, rank: int = 0, lag: int = 1, max_tokens: int = 12, path: str | None = None):
@@ -317,6 +320,14 @@ class LaggedSystem2:
         from engine.text import word_prefix
 
         guess = self._guess(prefix)
+        before = prefix[:-1]
+        if (guess is None and self.lag and not word_prefix(prefix) and before
+                and not (before[-1] == "_" or before[-1].isalnum())
+                and (self.cont is None or self.cont.offset(before) is None)):
+            # the key before this word start left the line at a boundary: System 2 ran there
+            self.cont = self.system2.continuation(before, max_tokens=self.max_tokens, path=self.path)
+            self.runs += 1
+            guess = self._guess(prefix)
         if guess is None and self.lag == 0:  # the user waited for it
             self.cont = self.system2.continuation(prefix, max_tokens=self.max_tokens, path=self.path)
             self.runs += 1

@@ -168,3 +168,28 @@ def test_a_file_cut_inside_a_block_comment_has_no_comment_targets(language):
     assert not {"Prepares", "pending", "serializeData", "Optional", "transform"} & set(words), words
     if language != "rust":  # Rust's /** */ is a doc comment, a string to Pygments
         assert "transform" in [w for _, w in comment_targets(text, language)]
+
+
+def test_lagged_system2_runs_at_the_boundary_key_before_a_word_start():
+    """As the server's ``after_change``: the key before a word start that left System 2's line
+    (``,`` of ``, ``) started a line there, so the word start has its guess; a word start right
+    after the key that left the line gets none until the next key."""
+    from engine.system2 import CONTEXT_CHARS, Continuation
+    from laya_tools.evaluate import LaggedSystem2
+
+    class Scripted:  # System 2's interface, with a fixed guess: " bar" after a comma, else "bar"
+        def __init__(self):
+            self.at = []
+
+        def continuation(self, prefix, max_tokens=12, path=None):
+            self.at.append((prefix, path))
+            return Continuation(prefix[-CONTEXT_CHARS:], (" bar)\n" if prefix.endswith(",") else "bar)\n"))
+
+    s2 = Scripted()
+    lagged = LaggedSystem2(s2, path="a.py")
+    assert lagged(["x", "y"], "f(x, ") == ["bar", "x", "y"]
+    assert s2.at == [("f(x,", "a.py")]
+    # the word start follows the key that left the line: no guess yet, a line starts here
+    s2.at.clear()
+    assert lagged(["x"], "g(") == ["x"] and s2.at == [("g(", "a.py")]
+    assert lagged(["x"], "g(b") == ["bar", "x"]

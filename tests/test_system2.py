@@ -96,14 +96,18 @@ def test_the_runner_offers_a_guess_only_where_it_was_made():
 
 
 def test_the_prompt_names_the_file_by_its_path_in_the_workspace():
-    folders = {"file:///home/u/proj": Path("/home/u/proj"), "file:///home/u/proj/sub": Path("/home/u/proj/sub")}
+    folders = ["file:///home/u/proj", "file:///home/u/proj/sub"]
     assert prompt_path("file:///home/u/proj/src/app.py", folders) == "src/app.py"
     assert prompt_path("file:///home/u/proj/sub/b%20c.rs", folders) == "b c.rs"  # the innermost folder
     assert prompt_path("file:///home/u/projx/a.go", folders) == "a.go"  # outside: its name
-    assert prompt_path("file:///tmp/x.ts", {}) == "x.ts"
-    assert prompt_path("file:///c%3A/Users/u/proj/m.c", {"file:///c%3A/Users/u/proj": Path("/")}) == "m.c"
+    assert prompt_path("file:///home/u/proj/src/app.py", ["file:///home/u/proj/"]) == "src/app.py"
+    assert prompt_path("file:///tmp/x.ts", []) == "x.ts"
+    # a Windows drive, spelled one way by the folder and another by the document
+    assert prompt_path("file:///c%3A/Users/u/proj/src/m.c", ["file:///C:/Users/u/proj"]) == "src/m.c"
+    assert prompt_path("file:///tmp/a%0Ab.py", []) == "a b.py"  # no line break in the prompt's first line
     assert prompt_path("untitled:Untitled-1", folders) == "Untitled-1"
     assert prompt_path("untitled:", folders) is None
+    assert prompt_path("file://[x/a.py", folders) is None  # does not parse
 
 
 @needs_model
@@ -203,21 +207,37 @@ def test_a_change_that_leaves_the_cursor_at_a_word_boundary_starts_the_next_line
     from laya_lsp.system2 import after_change
 
     class Recording(System2Runner):
-        asked: list = []
         enabled = True
+
+        def __init__(self):
+            super().__init__()
+            self.asked = []
 
         def request(self, uri, prefix, path=None):
             self.asked.append((uri, prefix, path))
 
-    runner = Recording()
+    def key(doc, line, char, text):
+        change = types.TextDocumentContentChangePartial(
+            range=types.Range(start=types.Position(line=line, character=char),
+                              end=types.Position(line=line, character=char)), text=text)
+        doc.apply_change(change)
+        return [change]
+
     uri = "file:///home/u/proj/src/app.py"
-    folders = {"file:///home/u/proj": Path("/home/u/proj")}
-    doc = TextDocument(uri, "import os\nx = os.path.join(")
-    after_change(runner, uri, doc, types.Position(line=1, character=18), folders)
+    folders = ["file:///home/u/proj"]
+    runner = Recording()
+    doc = TextDocument(uri, "import os\nx = os.path.join")
+    after_change(runner, uri, doc, key(doc, 1, 16, "("), folders)
     assert runner.asked == [(uri, "import os\nx = os.path.join(", "src/app.py")]
-    after_change(runner, uri, doc, types.Position(line=1, character=16), folders)  # inside "join"
-    after_change(runner, uri, doc, types.Position(line=9, character=0), folders)  # past the end
-    assert len(runner.asked) == 1
+    # an auto-closed pair: the cursor is between its two characters
+    runner, doc = Recording(), TextDocument(uri, "import os\nx = os.path.join")
+    after_change(runner, uri, doc, key(doc, 1, 16, "()"), folders)
+    assert runner.asked == [(uri, "import os\nx = os.path.join(", "src/app.py")]
+    # inside a word, a deletion, several changes at once, or System 2 off: nothing
+    runner, doc = Recording(), TextDocument(uri, "import os\nx = os.path.join")
+    after_change(runner, uri, doc, key(doc, 1, 16, "s"), folders)
+    after_change(runner, uri, doc, key(doc, 1, 16, ""), folders)
+    after_change(runner, uri, doc, key(doc, 1, 17, " ") + key(doc, 0, 9, " "), folders)
     runner.enabled = False
-    after_change(runner, uri, doc, types.Position(line=1, character=18), folders)
-    assert len(runner.asked) == 1
+    after_change(runner, uri, doc, key(doc, 1, 17, " "), folders)
+    assert runner.asked == []
