@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from .predictions import predict_at
-from .system2 import prompt_path
 
 if TYPE_CHECKING:
     from engine.types import Candidate
@@ -95,8 +94,7 @@ async def completion(ls: LayaServer, params: types.CompletionParams) -> types.Co
     if ls.system2.enabled:
         uri = params.text_document.uri
         candidates = ls.system2.merge(uri, pred.context.prefix, candidates)
-        ls.system2.request(uri, pred.context.prefix,  # for the next keystroke (engine.system2)
-                           prompt_path(uri, ls.workspace_index.folders))
+        ls.system2.request(uri, pred.context.prefix, ls.workspace_index.folders)  # for the next keystroke
     return types.CompletionList(is_incomplete=True, items=build_items(
         pred.context, candidates, insert_replace=ls.client_supports_insert_replace,
         max_items=max_items))

@@ -17,7 +17,6 @@ from engine.continuation import fit_to_suffix, line_before
 from .documents import cursor_context
 from .predictions import predict_at, take_ticket
 from .scheduling import debounce
-from .system2 import prompt_path
 
 if TYPE_CHECKING:
     from .server import LayaServer
@@ -51,8 +50,7 @@ async def inline_completion(ls: LayaServer, params: types.InlineCompletionParams
         if s2 is not None:
             s2 = fit_to_suffix(s2, ctx.suffix, line_before(ctx.prefix[: len(ctx.prefix) - len(ctx.word)]))
         text = s2 or text
-        ls.system2.request(params.text_document.uri, ctx.prefix,
-                           prompt_path(params.text_document.uri, ls.workspace_index.folders))
+        ls.system2.request(params.text_document.uri, ctx.prefix, ls.workspace_index.folders)
     if text is None or len(text) <= len(ctx.word):
         return empty()
     return types.InlineCompletionList(items=[types.InlineCompletionItem(

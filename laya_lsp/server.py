@@ -266,7 +266,8 @@ def did_change(ls: LayaServer, params: types.DidChangeTextDocumentParams) -> Non
             ls.typing_at[uri] = cursor
             if ls.system2.enabled:
                 try:
-                    system2.after_change(ls.system2, uri, doc, params.content_changes, ls.workspace_index.folders)
+                    system2.after_change(ls.system2, uri, doc, params.content_changes, cursor,
+                                         ls.workspace_index.folders)
                 except Exception:  # noqa: BLE001 - optional; the document's n-grams must still be counted
                     log.exception("System 2 after a change")
     chars = min(MAX_OBSERVE_CHARS, doc.chars if isinstance(doc, LspTextDocument) else 0)

@@ -21,7 +21,6 @@ import os
 import sys
 import threading
 from dataclasses import dataclass
-import re
 from pathlib import PurePosixPath
 from typing import Callable, Iterable, Sequence
 from urllib.parse import unquote, urlparse
@@ -88,10 +87,10 @@ class System2Runner:
             self._seq += 1
             self._cond.notify()
 
-    def request(self, uri: str, prefix: str, path: str | None = None) -> None:
+    def request(self, uri: str, prefix: str, folders: Iterable[str] = ()) -> None:
         """Continue the text after ``prefix`` (the text before the cursor in ``uri``), unless
-        the user is still on the line in hand and some of it is left. ``path`` is the file's
-        path for the prompt (:func:`prompt_path`)."""
+        the user is still on the line in hand and some of it is left. ``folders``: the workspace
+        folders' URIs, for the file's path in the prompt (:func:`prompt_path`)."""
         if not self.enabled:
             return
         cont = self.continuation_for(uri)
@@ -102,7 +101,7 @@ class System2Runner:
                 return  # already on it (completion and inline completion of one keystroke)
             self._asked = (uri, prefix)
             self._seq += 1
-            self._job = (self._seq, uri, prefix, path)
+            self._job = (self._seq, uri, prefix, prompt_path(uri, folders))
             self._cond.notify()
 
     def continuation_for(self, uri: str) -> Continuation | None:
@@ -175,7 +174,9 @@ AUTO_CLOSED = ("()", "[]", "{}", '""', "''", "``")
 """Changes an editor makes for one key when it closes the pair itself: the cursor is between."""
 
 
-def after_change(runner: System2Runner, uri: str, doc, changes: Sequence, folders: Iterable[str]) -> None:
+
+def after_change(runner: System2Runner, uri: str, doc, changes: Sequence, cursor,
+                 folders: Iterable[str]) -> None:
     """After a key that leaves the cursor at a word boundary (a space, a bracket, a line break:
     keys an editor asks no completion for), start System 2's next line there when the user has
     left the one in hand, so that the next word finds it ready: the next key comes ~100-300 ms
@@ -186,53 +187,46 @@ def after_change(runner: System2Runner, uri: str, doc, changes: Sequence, folder
         changes: the ``didChange`` content changes; only one ranged change that inserts text
             ending in a non-identifier character counts (an auto-closed pair puts the cursor
             between its two characters); several at once (multiple cursors, a formatter) do not.
+        cursor: the end of the last change's text (``documents.position_after_change``).
         folders: the workspace folders' URIs (:func:`prompt_path`).
     """
-    from .documents import cursor_context, position_after_change
+    from .documents import cursor_context
 
     if not runner.enabled or len(changes) != 1:
         return
-    change = changes[0]
-    text = change.text
-    if not text or text[-1] == "_" or text[-1].isalnum() or getattr(change, "range", None) is None:
-        return
-    cursor = position_after_change(change, doc)
-    if cursor is None:
+    text = changes[0].text
+    if not text or text[-1] == "_" or text[-1].isalnum() or getattr(changes[0], "range", None) is None:
         return
     if text in AUTO_CLOSED:
         cursor = type(cursor)(line=cursor.line, character=cursor.character - 1)
     ctx = cursor_context(doc, cursor)
     if ctx is not None and not ctx.word:
-        runner.request(uri, ctx.prefix, prompt_path(uri, folders))
-
-
-_DRIVE = re.compile(r"^/[A-Za-z]:")
-
-
-def _uri_path(uri: str) -> str:
-    """The decoded path of a URI, ``/c:/...`` for a Windows drive in either spelling."""
-    path = unquote(urlparse(uri).path).replace("\\", "/")
-    return path[:1] + path[1].lower() + path[2:] if _DRIVE.match(path) else path
+        runner.request(uri, ctx.prefix, folders)
 
 
 def prompt_path(uri: str, folders: Iterable[str]) -> str | None:
     """The document's path as System 2's prompt names it (``engine.system2.FILE_TOKEN``): relative
     to the workspace folder that holds it (``src/app/models.py``), else its file name; the last
     part of the URI for other schemes (``untitled:Untitled-1``); None when there is none, or the
-    URI does not parse.
+    URI does not parse. Paths are pygls's (``to_fs_path``: percent-decoded, a Windows drive in
+    lower case).
 
     Args:
         uri: the document's URI.
         folders: the workspace folders' URIs (``WorkspaceIndex.folders``' keys).
     """
+    from pygls.uris import to_fs_path
+
     try:
-        if urlparse(uri).scheme != "file":
+        if not uri.startswith("file:"):
             name = unquote(urlparse(uri).path).rstrip("/").rsplit("/", 1)[-1]
             return " ".join(name.split()) or None
-        doc = PurePosixPath(_uri_path(uri))
+        doc = PurePosixPath(to_fs_path(uri).replace("\\", "/"))
         best: PurePosixPath | None = None
         for folder_uri in folders:
-            root = PurePosixPath(_uri_path(folder_uri))
+            if not folder_uri.startswith("file:"):
+                continue
+            root = PurePosixPath(to_fs_path(folder_uri).replace("\\", "/"))
             if doc.is_relative_to(root) and doc != root and (best is None or len(root.parts) > len(best.parts)):
                 best = root
     except ValueError:  # urlparse: "Invalid IPv6 URL" and the like

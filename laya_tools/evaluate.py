@@ -315,6 +315,11 @@ class LaggedSystem2:
     def _guess(self, prefix: str) -> str | None:
         return self.cont.word_at(prefix) if self.cont is not None else None
 
+    def _run(self, prefix: str) -> None:
+        """System 2's line after ``prefix`` becomes the one in hand."""
+        self.cont = self.system2.continuation(prefix, max_tokens=self.max_tokens, path=self.path)
+        self.runs += 1
+
     def __call__(self, items: list[str], prefix: str) -> list[str]:
         from engine.system2 import merge
         from engine.text import word_prefix
@@ -324,18 +329,14 @@ class LaggedSystem2:
         if (guess is None and self.lag and not word_prefix(prefix) and before
                 and not (before[-1] == "_" or before[-1].isalnum())
                 and (self.cont is None or self.cont.offset(before) is None)):
-            # the key before this word start left the line at a boundary: System 2 ran there
-            self.cont = self.system2.continuation(before, max_tokens=self.max_tokens, path=self.path)
-            self.runs += 1
+            self._run(before)  # the key before this word start left the line at a boundary
             guess = self._guess(prefix)
         if guess is None and self.lag == 0:  # the user waited for it
-            self.cont = self.system2.continuation(prefix, max_tokens=self.max_tokens, path=self.path)
-            self.runs += 1
+            self._run(prefix)
             guess = self._guess(prefix)
         if guess is not None:
             return merge(items, guess, word_prefix(prefix), self.rank)
-        self.cont = self.system2.continuation(prefix, max_tokens=self.max_tokens, path=self.path)
-        self.runs += 1
+        self._run(prefix)
         return items
 
 

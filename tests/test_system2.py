@@ -204,6 +204,7 @@ def test_a_change_that_leaves_the_cursor_at_a_word_boundary_starts_the_next_line
     from lsprotocol import types
     from pygls.workspace import TextDocument
 
+    from laya_lsp.documents import position_after_change
     from laya_lsp.system2 import after_change
 
     class Recording(System2Runner):
@@ -213,8 +214,11 @@ def test_a_change_that_leaves_the_cursor_at_a_word_boundary_starts_the_next_line
             super().__init__()
             self.asked = []
 
-        def request(self, uri, prefix, path=None):
-            self.asked.append((uri, prefix, path))
+        def request(self, uri, prefix, folders=()):
+            self.asked.append((uri, prefix, prompt_path(uri, folders)))
+
+    def changed(runner, doc, changes):  # as did_change calls it
+        after_change(runner, uri, doc, changes, position_after_change(changes[-1], doc), folders)
 
     def key(doc, line, char, text):
         change = types.TextDocumentContentChangePartial(
@@ -227,17 +231,17 @@ def test_a_change_that_leaves_the_cursor_at_a_word_boundary_starts_the_next_line
     folders = ["file:///home/u/proj"]
     runner = Recording()
     doc = TextDocument(uri, "import os\nx = os.path.join")
-    after_change(runner, uri, doc, key(doc, 1, 16, "("), folders)
+    changed(runner, doc, key(doc, 1, 16, "("))
     assert runner.asked == [(uri, "import os\nx = os.path.join(", "src/app.py")]
     # an auto-closed pair: the cursor is between its two characters
     runner, doc = Recording(), TextDocument(uri, "import os\nx = os.path.join")
-    after_change(runner, uri, doc, key(doc, 1, 16, "()"), folders)
+    changed(runner, doc, key(doc, 1, 16, "()"))
     assert runner.asked == [(uri, "import os\nx = os.path.join(", "src/app.py")]
     # inside a word, a deletion, several changes at once, or System 2 off: nothing
     runner, doc = Recording(), TextDocument(uri, "import os\nx = os.path.join")
-    after_change(runner, uri, doc, key(doc, 1, 16, "s"), folders)
-    after_change(runner, uri, doc, key(doc, 1, 16, ""), folders)
-    after_change(runner, uri, doc, key(doc, 1, 17, " ") + key(doc, 0, 9, " "), folders)
+    changed(runner, doc, key(doc, 1, 16, "s"))
+    changed(runner, doc, key(doc, 1, 16, ""))
+    changed(runner, doc, key(doc, 1, 17, " ") + key(doc, 0, 9, " "))
     runner.enabled = False
-    after_change(runner, uri, doc, key(doc, 1, 17, " "), folders)
+    changed(runner, doc, key(doc, 1, 17, " "))
     assert runner.asked == []
