@@ -330,7 +330,23 @@ def module_name_at(text: str) -> str | None:
     dotted head typed so far (``""`` after ``import `` or ``import os, ``, ``"os."`` after
     ``from os.``); None elsewhere."""
     m = _MODULE_AT.search(text[text.rfind("\n") + 1:])
-    return m.group(1) if m else None
+    return m.group(1) if m and not in_triple_quoted(text) else None
+
+
+_TRIPLE = re.compile(r'"""|\'\'\'')
+
+
+def in_triple_quoted(text: str) -> bool:
+    """Whether the end of ``text`` is inside a Python triple-quoted string (a docstring's line
+    that starts ``from the ...`` is prose, not an import): the quotes are paired in order, each
+    string closed by its own kind. Quotes inside comments or one-line strings are not told apart."""
+    open_kind = None
+    for m in _TRIPLE.finditer(text):
+        if open_kind is None:
+            open_kind = m.group()
+        elif m.group() == open_kind:
+            open_kind = None
+    return open_kind is not None
 
 
 def next_parts(modules: dict[str, int], head: str) -> dict[str, int]:

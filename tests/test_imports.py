@@ -174,6 +174,9 @@ def test_module_members_counts_absolute_from_imports():
     ("from a.b.", "a.b."), ("yield from ", None), ("from x import ", None), ("x = ", None),
     ("import os, ", ""), ("import os.path as p, sys, json.", "json."), ("import os as ", None),
     ("import os ", None), ("import os,sys,", ""),
+    ('def f():\n    """Read a value\n    from ', None), ('x = """\nimport ', None),
+    ('"""Doc."""\nfrom ', ""), ("x = \'\'\'a \"\"\" b\'\'\'\nimport ", ""),
+    ('s = """\n\'\'\'\n"""\nfrom ', ""),
 ])
 def test_module_name_at(text, head):
     from engine.imports import module_name_at
