@@ -68,11 +68,27 @@ class Score:
     line_offered: int = 0
     line_correct: int = 0
     line_chars: int = 0
+    first_chars: int = 0
+    """Characters of identifiers used for the first time in the file (no word before them spells
+    them, comments and strings included)."""
+    first_saved: int = 0
 
     def row(self, name: str) -> str:
         acc = "  ".join(f"{100 * self.top1[c] / max(1, self.n_at[c]):5.1f} {100 * self.top5[c] / max(1, self.n_at[c]):5.1f}"
                         for c in TYPED)
         return f"{name:16s} {100 * self.saved / max(1, self.chars):6.1f}%   {acc}"
+
+    def split_row(self, base: "Score") -> str:
+        """Keystrokes saved on first uses and on names already in the file, this completer's and
+        ``base``'s (the baseline)."""
+        def pct(a, b):
+            return 100 * a / max(1, b)
+        seen, bseen = self.chars - self.first_chars, base.chars - base.first_chars
+        return (f"  first uses {pct(self.first_chars, self.chars):.0f}% of the characters: saved "
+                f"{pct(self.first_saved, self.first_chars):.1f}% (word completion "
+                f"{pct(base.first_saved, base.first_chars):.1f}%); names already in the file: "
+                f"{pct(self.saved - self.first_saved, seen):.1f}% "
+                f"({pct(base.saved - base.first_saved, bseen):.1f}%)")
 
     def line_row(self) -> str:
         """The rest-of-line measure (``--lines``)."""
@@ -174,16 +190,24 @@ def score_file(text: str, ask, score: Score, baseline: WordCompletion | None = N
     ``target_fn(text, language)`` the words to type (:func:`targets` by default)."""
     last_refresh = 0
     score.text_chars += len(text)
+    words_before: set[str] = set()  # every word before the target (first uses are the others)
+    scanned = 0
     for start, word in (target_fn or targets)(text, language):
         if on_refresh and start - last_refresh >= REFRESH_CHARS:
             on_refresh(text[:start])
             last_refresh = start
         if baseline is not None:
             baseline.advance(text, start)
+        for m in IDENT.finditer(text, scanned, start):  # a target starts a word: none is cut here
+            words_before.add(m.group())
+            scanned = m.end()
+        first = word not in words_before
         for completer, sc in ((ask, score), (baseline, bscore)):
             if completer is None:
                 continue
             sc.chars += len(word)
+            sc.first_chars += len(word) if first else 0
+            saved_before = sc.saved
             accepted = False
             for c in range(len(word)):
                 typed = word[:c]
@@ -204,6 +228,8 @@ def score_file(text: str, ask, score: Score, baseline: WordCompletion | None = N
                     accepted = True
                 if accepted and c >= max(TYPED):
                     break
+            if first:
+                sc.first_saved += sc.saved - saved_before
 
 
 def _score_line(text: str, start: int, word: str, line: str | None, sc: Score) -> None:
@@ -486,6 +512,7 @@ def report(scores: dict[str, tuple[Score, Score]], recall: dict[str, float] | No
         lines.append(f"[{lang}] {eng.chars} identifier characters{r}")
         lines.append(eng.row("  laya"))
         lines.append(base.row("  word completion"))
+        lines.append(eng.split_row(base))
         if eng.line_offered:
             lines.append(eng.line_row())
     return "\n".join(lines)

@@ -193,3 +193,23 @@ def test_lagged_system2_runs_at_the_boundary_key_before_a_word_start():
     s2.at.clear()
     assert lagged(["x"], "g(") == ["x"] and s2.at == [("g(", "a.py")]
     assert lagged(["x"], "g(b") == ["bar", "x"]
+
+
+def test_first_uses_are_scored_apart():
+    # "alpha" is new at its first use, seen later; "beta" appears first in a comment
+    text = "alpha = 1  # beta\nbeta = alpha\n"
+
+    def oracle(prefix):
+        return {len("alpha = 1  # beta\n"): ["beta"], len("alpha = 1  # beta\nbeta = "): ["alpha"]}.get(len(prefix), [])
+
+    sc, base = Score(), Score()
+    score_file(text, oracle, sc, WordCompletion(), base)
+    # targets: alpha (first use), beta (seen in the comment), alpha (seen)
+    assert sc.chars == 14 and sc.first_chars == 5 and base.first_chars == 5
+    assert sc.saved == 3 + 4 and sc.first_saved == 0  # the oracle only knew the later two
+    # word completion: nothing for the first use; "beta" (the most recent word) at once, "alpha"
+    # once a letter is typed ("beta" is then the most frequent)
+    assert base.first_saved == 0 and base.saved == 3 + 3
+    row = sc.split_row(base)
+    assert "first uses 36% of the characters: saved 0.0%" in row
+    assert "names already in the file: 77.8% (66.7%)" in row
