@@ -32,6 +32,7 @@ _LINE_END = re.compile(r"(?:\r\n|[\n\r])\Z")
 _ILL_FORMED = re.compile("[\ud800-\udfff]")
 """Lone surrogates: valid in a JSON string, but no UTF-8 encoder (the tokenizer's) can take them."""
 _WORD_AHEAD = re.compile(r"\w*")
+_WORD_BEHIND = re.compile(r"\w+\Z")
 _BREAK = re.compile(r"\r\n|[\n\r]")
 
 
@@ -143,7 +144,13 @@ def document_head(doc: TextDocument, chars: int, *, typing_at: ServerTextPositio
             ln = blank_word_at(ln, typing_at.character)
         out.append(ln)
         n += len(ln)
-    return "".join(out)[:chars]
+    head = "".join(out)
+    if len(head) > chars:
+        # an identifier cut by the limit would be counted as a word the document does not have
+        word = _WORD_BEHIND.search(head, 0, chars)
+        cut = word.start() if word and (head[chars].isalnum() or head[chars] == "_") else chars
+        head = head[:cut]
+    return head
 
 
 def blank_word_at(line: str, character: int) -> str:
@@ -200,7 +207,9 @@ def cursor_context(doc: TextDocument, position: types.Position, *,
         return None
     # An identifier never spans a line break, so the word lies on the cursor's line.
     start = ServerTextPosition(cursor.line, cursor.character - len(word))
-    ahead = _WORD_AHEAD.match(suffix).group()
+    # the identifier's end on the line itself: the suffix is cut at max_suffix characters
+    here_line = lines[cursor.line] if cursor.line < len(lines) else ""
+    ahead = _WORD_AHEAD.match(here_line, min(cursor.character, len(here_line))).group()
     end_of_word = ServerTextPosition(cursor.line, cursor.character + len(ahead))
     if cursor.line >= len(lines) or lines[cursor.line].isascii():  # client units == code points
         def rng(a: ServerTextPosition, b: ServerTextPosition) -> types.Range:

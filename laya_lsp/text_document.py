@@ -69,9 +69,14 @@ class LspTextDocument(TextDocument):
         lines = self.lines
         sl, sc = self._from_client_units(lines, change.range.start)
         el, ec = self._from_client_units(lines, change.range.end)
+        if (el, ec) < (sl, sc):
+            # a range whose end comes first: its ends swapped, as VS Code's documents and
+            # vscode-languageserver-textdocument do (pygls doubled text on one line, and left
+            # the text as it was across lines, so the two copies parted)
+            sl, sc, el, ec = el, ec, sl, sc
         if sl == len(lines):  # no lines (the codec clamps any other line): pygls appends
             self._splice(sl, sl, change.text)
-        elif el >= sl:  # pygls leaves the text as it is for a range that ends on an earlier line
+        else:
             self._splice(sl, el + 1, lines[sl][:sc] + change.text + lines[el][ec:])
 
     def _from_client_units(self, lines: list[str], position: types.Position) -> tuple[int, int]:

@@ -187,3 +187,16 @@ def test_build_items_insert_replace_and_max_items():
     edit = items[0].text_edit
     assert isinstance(edit, types.InsertReplaceEdit)
     assert edit.insert == edit.replace == types.Range(start=pos(1, 3), end=pos(1, 5))
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+@pytest.mark.parametrize("rest", [5000, 4096 - 2, 4096 - 1])
+def test_replace_range_ends_where_a_long_identifier_does(encoding, rest):
+    # the engine's suffix is cut at MAX_SUFFIX_CHARS; the identifier after the cursor is not
+    line = "x = 漢.pa" + "t" * rest
+    doc = doc_of("import os\n" + line + " + 1\n", encoding)
+    cursor = pos(1, units("x = 漢.pa", encoding))
+    ctx = cursor_context(doc, cursor)
+    assert len(ctx.suffix) == 4096
+    assert ctx.replace_range == types.Range(start=pos(1, units("x = 漢.", encoding)),
+                                            end=pos(1, units(line, encoding)))

@@ -65,9 +65,12 @@ def test_edits_keep_the_lines_pygls_would_split(encoding):
                 a, b = b, a  # mostly well-ordered ranges; some reversed ones too
             change = types.TextDocumentContentChangePartial(
                 range=types.Range(start=a, end=b), text=_text(rng, 6))
-            ref.apply_change(types.TextDocumentContentChangePartial(
-                range=types.Range(start=_clamped(ref.lines, a, encoding), end=_clamped(ref.lines, b, encoding)),
-                text=change.text))
+            # a reversed range: its ends swapped (vscode-languageserver-textdocument); clamping
+            # keeps the order, so the reference takes the swapped range
+            ra, rb = sorted((a, b), key=lambda p: (p.line, p.character))
+            ra, rb = _clamped(ref.lines, ra, encoding), _clamped(ref.lines, rb, encoding)
+            ref.apply_change(types.TextDocumentContentChangePartial(range=types.Range(start=ra, end=rb),
+                                                                    text=change.text))
             ours.apply_change(change)
             assert ours.lines == lsp_lines(ref.source), (text, change)
             assert ours.source == ref.source and ours.chars == len(ref.source)
@@ -123,4 +126,7 @@ def test_text_around_equals_slicing_the_text():
         assert text_around(lines, line, ch, before, after) == (text[max(0, off - before):off],
                                                                text[off:off + after])
     doc = LspTextDocument("file:///a.py", "ab\ncd\r\nef")
-    assert [document_head(doc, n) for n in (0, 2, 4, 99)] == ["", "ab", "ab\nc", "ab\ncd\r\nef"]
+    # an identifier cut by the limit is left out (counted, it would be a word the file lacks)
+    assert [document_head(doc, n) for n in (0, 2, 4, 5, 99)] == ["", "ab", "ab\n", "ab\ncd", "ab\ncd\r\nef"]
+    assert document_head(LspTextDocument("file:///a.py", "x = qvzk_frob"), 8) == "x = "
+    assert document_head(LspTextDocument("file:///a.py", "qvzk_frob" * 3), 8) == ""
