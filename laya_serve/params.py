@@ -4,12 +4,15 @@ Every check raises :class:`BadRequest` with a message that names the field, whic
 as ``400`` (``{"error": {"message": ..., "type": "invalid_request_error"}}``, OpenAI's shape).
 Fields this service does not use (``model``, ``user`` aside, ``logprobs``, ...) are ignored, as
 OpenAI clients send them; ``stream``, ``echo`` and ``suffix`` are refused, since they would
-change what the answer means.
+change what the answer means. Text fields (``prompt``, ``stop``, ``user``) have each lone
+surrogate (valid in a JSON string, but no UTF-8 encoder, the tokenizer's included, can take it)
+replaced by U+FFFD, as the language server does with document text.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 MAX_TOKENS_LIMIT = 256
@@ -19,6 +22,10 @@ MAX_N = 16
 MAX_STOPS = 4
 """Stop sequences per request (OpenAI's limit)."""
 MAX_STOP_CHARS = 64
+SEED_MODULUS = 2**64
+"""A seed is a signed (OpenAI's) or unsigned 64-bit integer, used as an unsigned one (two's
+complement: -1 is ``2**64 - 1``), which both numpy's and MLX's generators take."""
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class BadRequest(ValueError):
@@ -42,7 +49,8 @@ class CompletionRequest:
     stop: tuple[str, ...] = ()
     """A candidate ends before the first of these strings (which is not returned)."""
     seed: int | None = None
-    """Seed for sampling (reproducible candidates at ``temperature > 0``)."""
+    """Seed for sampling (reproducible candidates at ``temperature > 0``), 0 to ``2**64 - 1``:
+    a negative seed of the request is taken modulo :data:`SEED_MODULUS`."""
     user: str | None = None
     """Client key for latest-wins (OpenAI's ``user`` field, or the ``X-Laya-Client`` header)."""
 
@@ -58,11 +66,17 @@ def parse(body: bytes, max_tokens_limit: int = MAX_TOKENS_LIMIT) -> CompletionRe
         BadRequest: not JSON, not an object, or a field of the wrong type or out of range.
     """
     try:
-        d = json.loads(body.decode("utf-8"))
+        text = body.decode("utf-8")
     except UnicodeDecodeError:
         raise BadRequest("the body is not UTF-8") from None
+    try:
+        d = json.loads(text)
     except json.JSONDecodeError as e:
         raise BadRequest(f"the body is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    except RecursionError:
+        raise BadRequest("the body is not valid JSON: it is nested too deeply") from None
+    except ValueError as e:  # e.g. an integer of more digits than int() takes
+        raise BadRequest(f"the body is not valid JSON: {e}") from None
     if not isinstance(d, dict):
         raise BadRequest(f"the body must be a JSON object, not {_kind(d)}")
     for name in ("stream", "echo"):
@@ -92,16 +106,22 @@ def parse(body: bytes, max_tokens_limit: int = MAX_TOKENS_LIMIT) -> CompletionRe
         raise BadRequest(f"'user' must be a string, not {_kind(user)}")
     if user is not None and len(user) > 256:
         raise BadRequest("'user' must be at most 256 characters")
+    seed = _int(d, "seed", None, -(SEED_MODULUS >> 1), SEED_MODULUS - 1)
     return CompletionRequest(
-        prompt=prompt,
+        prompt=well_formed(prompt),
         max_tokens=_int(d, "max_tokens", 16, 0, max_tokens_limit),
         temperature=_num(d, "temperature", 0.0, 0.0, 2.0),
         top_p=_num(d, "top_p", 1.0, 0.0, 1.0, low_open=True),
         n=_int(d, "n", 1, 1, MAX_N),
-        stop=stops,
-        seed=_int(d, "seed", None, -(2**63), 2**63 - 1),
-        user=user,
+        stop=tuple(well_formed(s) for s in stops),
+        seed=None if seed is None else seed % SEED_MODULUS,
+        user=None if user is None else well_formed(user),
     )
+
+
+def well_formed(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD, one for one (lengths are kept)."""
+    return text if text.isascii() else _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def _kind(v) -> str:

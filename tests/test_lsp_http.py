@@ -53,6 +53,32 @@ def test_one_process_answers_lsp_and_http():
         assert s.exit() == 0
 
 
+def _post_raw(url: str, raw: bytes) -> tuple[int, dict]:
+    """``(status, decoded JSON body)``, error statuses included."""
+    req = urllib.request.Request(url, raw, {"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def test_odd_bodies_answer_a_result_or_400_not_500():
+    """The service's request checks are ``laya serve``'s (``laya_serve.params``): a negative seed
+    is taken, a lone surrogate becomes U+FFFD, a body nested too deeply is invalid JSON."""
+    with RawServer("--http", "0") as s:
+        s.initialize()
+        url = _url(s) + "/v1/completions"
+        status, d = _post_raw(url, json.dumps({"prompt": "import os\nos.pa", "seed": -1, "max_tokens": 2,
+                                               "temperature": 0.8}).encode())
+        assert status == 200 and d["choices"], d
+        status, d = _post_raw(url, b'{"prompt": "x = \\"\\ud800\\"\\nos.pa", "max_tokens": 1}')
+        assert status == 200 and d["choices"][0]["text"], d
+        status, d = _post_raw(url, b'{"prompt": "x", "a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+        assert status == 400 and "not valid JSON" in d["error"]["message"], d
+        assert s.exit() == 0
+
+
 def test_port_in_use_is_shown_and_lsp_goes_on():
     import socket
 

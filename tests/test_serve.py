@@ -72,6 +72,29 @@ def test_sampling_is_reproducible_with_a_seed(server):
     assert len(a) == 3 and a == b
 
 
+def test_any_64_bit_seed_is_taken(server):
+    """OpenAI's seeds are signed 64-bit integers; numpy's and MLX's generators take unsigned ones:
+    a negative seed is its two's complement (-1 and 2**64 - 1 sample alike)."""
+    body = {"prompt": "def main(argv):\n    ", "n": 2, "max_tokens": 6, "temperature": 0.9}
+    answers = [call(server, "/v1/completions", {**body, "seed": seed})[:2]
+               for seed in (-1, 2**64 - 1, -(2**63), 2**63 - 1)]
+    assert [status for status, _ in answers] == [200] * 4, answers
+    assert answers[0][1]["choices"] == answers[1][1]["choices"]
+    for seed in (2**64, -(2**63) - 1):
+        status, d, _ = call(server, "/v1/completions", {**body, "seed": seed})
+        assert status == 400 and "'seed' must be between" in d["error"]["message"], d
+
+
+def test_lone_surrogates_in_text_fields_become_replacement_characters(server):
+    """A lone surrogate is valid in a JSON string but no UTF-8 encoder takes it: the prompt, the
+    stop strings and the user key get U+FFFD in its place, as in the language server."""
+    raw = b'{"prompt": "x = \\"\\ud800\\"\\nos.pa", "max_tokens": 1, "stop": ["\\udfff"], "user": "\\ud800"}'
+    status, d, _ = call(server, "/complete", raw=raw)
+    assert status == 200, d
+    replaced = call(server, "/complete", {"prompt": 'x = "\ufffd"\nos.pa', "max_tokens": 1})[1]
+    assert d["choices"] == replaced["choices"]
+
+
 def test_stop_sequences_cut_before_the_stop(server):
     body = {"prompt": "def f(x):\n    return", "max_tokens": 64}
     full = call(server, "/complete", body)[1]["choices"][0]["text"]
@@ -113,6 +136,8 @@ def test_browser_origin_refused_unless_allowed(server):
     (b'{"prompt": "x", "stop": [1]}', "'stop' must be a string or a list of strings"),
     (b'{"prompt": "x", "stream": true}', "'stream' is not supported"),
     (b'\xff\xfe', "not UTF-8"),
+    (b'{"prompt": "x", "a": ' + b"[" * 20_000 + b"]" * 20_000 + b"}", "nested too deeply"),
+    (b'{"prompt": "x", "n": ' + b"1" * 5000 + b"}", "not valid JSON"),
 ])
 def test_bad_requests_get_400_with_a_clear_message(server, raw, words):
     status, d, _ = call(server, "/v1/completions", raw=raw)
