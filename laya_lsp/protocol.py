@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
+import attrs
 from lsprotocol import types
 from pygls.exceptions import (FeatureRequestError, JsonRpcException, JsonRpcInternalError,
                               JsonRpcInvalidParams, JsonRpcInvalidRequest, JsonRpcMethodNotFound,
@@ -39,7 +41,8 @@ guarantees (JSON-RPC 2.0 and LSP 3.17):
     -32602 InvalidParams         params that do not match the method's LSP type
                                  (negative or non-integer positions, no `position`,
                                  `textDocument` without `uri`, ...)
-    -32601 MethodNotFound        an unknown method
+    -32601 MethodNotFound        an unknown method; a notification's method sent as a
+                                 request (with an id), which is then not acted on
     -32800 RequestCancelled      a request cancelled by `$/cancelRequest` or by `shutdown`
     -32603 InternalError         a bug: the answer says only that; the details (traceback,
                                  paths) go to stderr or --log-file, never to the client
@@ -105,6 +108,13 @@ class Malformed:
         return msg_id if ok else None
 
 
+@lru_cache(maxsize=None)
+def _is_notification_type(message_type) -> bool:
+    """True for an lsprotocol notification class (it has no ``id`` field), e.g. for
+    ``textDocument/didOpen``; False for a request class and for None (an unknown method)."""
+    return attrs.has(message_type) and "id" not in attrs.fields_dict(message_type)
+
+
 def _valid_id(msg_id) -> bool:
     return isinstance(msg_id, (str, int)) and not isinstance(msg_id, bool)
 
@@ -164,6 +174,9 @@ class LayaProtocol(LanguageServerProtocol):
         if "id" in data and not _valid_id(data["id"]):
             return Malformed(data, JsonRpcInvalidRequest, "the id is not a string or an integer")
         message_type = self.get_message_type(data["method"])
+        if "id" in data and _is_notification_type(message_type):
+            return Malformed(data, JsonRpcMethodNotFound,
+                             "a notification, not a request (send it without an id)")
         try:
             if message_type is None:  # unknown method: pygls answers MethodNotFound
                 return super().structure_message({"params": None, **data})  # params are optional
@@ -224,13 +237,26 @@ class LayaProtocol(LanguageServerProtocol):
         return None
 
     def _reject(self, bad: Malformed) -> None:
+        """Answer a :class:`Malformed` request; ignore a malformed notification (``exit`` exits).
+
+        A notification's method sent as a request (``textDocument/didOpen``, ``$/cancelRequest``,
+        ... with an id) is answered -32601 MethodNotFound and not acted on (``exit`` is answered,
+        then the server exits: leaving the process running would be worse): no request
+        of that name exists, and acting on it as well would give one message two meanings. This is
+        what vscode-jsonrpc does (its request handlers do not include notifications: "Unhandled
+        method"); pygls would drop the id and run the notification, leaving the request unanswered.
+        """
         if bad.method == types.EXIT:
+            if bad.expects_answer and bad.error is JsonRpcMethodNotFound:  # answered, then acted on:
+                # a client that sends ``exit`` wants the process gone, id or not
+                self.send_error(bad.reply_id, bad.error("exit: a notification, not a request; exiting"))
             self.lsp_exit()
             return
         if not bad.expects_answer:
             log.warning("ignoring a malformed notification or response %s: %s", bad.method, bad.reason)
             return
-        error = self._request_error(bad.method or "") if bad.error is JsonRpcInvalidParams else None
+        lifecycle_first = bad.error in (JsonRpcInvalidParams, JsonRpcMethodNotFound)
+        error = self._request_error(bad.method or "") if lifecycle_first else None
         error = error or bad.error(f"{bad.method}: {bad.reason}" if bad.method else bad.reason)
         log.warning("answering %s %r with %d: %s", bad.method, bad.reply_id, error.code, bad.reason)
         self.send_error(bad.reply_id, error)

@@ -118,3 +118,49 @@ def test_hostile_client():
         half = len(rss) // 2
         assert rss[-1] - rss[half] < 40_000, f"RSS (kB) every 500 messages: {rss}"
         assert s.exit() == 0
+
+
+NOTIFICATIONS = [  # LSP notifications, each with params of its type
+    ("textDocument/didOpen", {"textDocument": {"uri": "file:///laya-hostile/req.py", "languageId": "python",
+                                               "version": 1, "text": "import os\nos.pa\n"}}),
+    ("textDocument/didChange", {"textDocument": {"uri": "file:///laya-hostile/0.py", "version": 9},
+                                "contentChanges": [{"text": "x"}]}),
+    ("$/cancelRequest", {"id": 12345}),
+    ("$/setTrace", {"value": "off"}),
+    ("window/workDoneProgress/cancel", {"token": "t"}),
+    ("workspace/didChangeConfiguration", {"settings": {}}),
+    ("initialized", {}),
+]
+
+
+def items(answer: dict) -> list:
+    result = answer["result"]
+    return result if isinstance(result, list) else result["items"]
+
+
+def test_notification_sent_as_request_is_answered_once_and_not_acted_on():
+    """A notification's method with an id is a request no server has: each gets exactly one
+    -32601 answer with its id; the notification is not acted on (the document is not opened or
+    changed) and the server goes on completing. ``exit`` with an id is answered, then exits."""
+    uri = "file:///laya-hostile/0.py"
+    with RawServer() as s:
+        early = s.request("textDocument/didOpen", NOTIFICATIONS[0][1], msg_id="early")
+        s.initialize({"maxItems": 5})
+        assert s.wait_for(early)["error"]["code"] == -32002  # any request before initialize
+        s.open(uri, "import os\nos.pa\n")
+        ids = [s.request(method, params, msg_id=f"n{k}") for k, (method, params) in enumerate(NOTIFICATIONS)]
+        s.wait_for(s.request("laya/sync"), timeout=60)
+        for msg_id, (method, _) in zip(ids, NOTIFICATIONS):
+            answer = s.wait_for(msg_id, timeout=10)
+            assert answer["error"]["code"] == -32601 and method in answer["error"]["message"], answer
+            assert "result" not in answer
+        # not acted on: the document opened by a request is not open, the changed one unchanged
+        assert items(s.complete("file:///laya-hostile/req.py", 1, 5)) == []
+        assert items(s.complete(uri, 1, 5, timeout=60))  # "os.pa", not the "x" of the didChange
+        time.sleep(0.5)  # an answer sent twice would arrive by now
+        for msg_id in [early, *ids]:
+            assert len(s.answers(msg_id)) == 1, s.answers(msg_id)
+        s.call("shutdown")
+        bye = s.request("exit", msg_id="bye")
+        assert s.proc.wait(timeout=20) == 0
+        assert s.wait_for(bye, timeout=5)["error"]["code"] == -32601
