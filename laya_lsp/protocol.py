@@ -43,6 +43,7 @@ guarantees (JSON-RPC 2.0 and LSP 3.17):
                                  `textDocument` without `uri`, ...)
     -32601 MethodNotFound        an unknown method; a notification's method sent as a
                                  request (with an id), which is then not acted on
+                                 (but `exit` exits after its answer)
     -32800 RequestCancelled      a request cancelled by `$/cancelRequest` or by `shutdown`
     -32603 InternalError         a bug: the answer says only that; the details (traceback,
                                  paths) go to stderr or --log-file, never to the client
