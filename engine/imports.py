@@ -333,20 +333,40 @@ def module_name_at(text: str) -> str | None:
     return m.group(1) if m and not in_triple_quoted(text) else None
 
 
-_TRIPLE = re.compile(r'"""|\'\'\'')
+QUOTE_SCAN_MAX = 64 * 1024
+"""Longest text whose quotes :func:`in_triple_quoted` pairs. The server hands the engine at most
+this much text before the cursor (``laya_lsp.documents.MAX_PREFIX_CHARS``), so a text this long
+may start inside a string, and its pairing would be upside down: such a text counts as code."""
+_OUTSIDE = re.compile(r"#[^\n]*|" + r'"""' + r"|'''|" + r'"(?:\\.|[^"\\\n])*"' + r"|'(?:\\.|[^'\\\n])*'")
+"""What code outside a string holds that moves a quote's meaning: a comment, a triple quote, a
+one-line string (escapes honoured)."""
+_CLOSE = {
+    '"""': re.compile(r'(?:\\.|[^\\"]|"(?!""))*"""', re.S),
+    "'''": re.compile(r"(?:\\.|[^\\']|'(?!''))*'''", re.S),
+}
+"""The rest of a triple-quoted string up to its closing quotes (escapes honoured)."""
 
 
 def in_triple_quoted(text: str) -> bool:
-    """Whether the end of ``text`` is inside a Python triple-quoted string (a docstring's line
-    that starts ``from the ...`` is prose, not an import): the quotes are paired in order, each
-    string closed by its own kind. Quotes inside comments or one-line strings are not told apart."""
-    open_kind = None
-    for m in _TRIPLE.finditer(text):
-        if open_kind is None:
-            open_kind = m.group()
-        elif m.group() == open_kind:
-            open_kind = None
-    return open_kind is not None
+    """Whether the end of ``text`` (Python source from the file's start) is inside a
+    triple-quoted string: a docstring's line that starts ``from the ...`` is prose, not an
+    import. Comments and one-line strings are skipped, so their quotes pair with nothing. False
+    for a text of :data:`QUOTE_SCAN_MAX` characters or more (it may start inside a string)."""
+    if len(text) >= QUOTE_SCAN_MAX:
+        return False
+    pos = 0
+    while True:
+        m = _OUTSIDE.search(text, pos)
+        if m is None:
+            return False
+        close = _CLOSE.get(m.group())
+        if close is None:
+            pos = m.end()
+            continue
+        rest = close.match(text, m.end())
+        if rest is None:
+            return True
+        pos = rest.end()
 
 
 def next_parts(modules: dict[str, int], head: str) -> dict[str, int]:

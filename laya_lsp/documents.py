@@ -32,7 +32,6 @@ _LINE_END = re.compile(r"(?:\r\n|[\n\r])\Z")
 _ILL_FORMED = re.compile("[\ud800-\udfff]")
 """Lone surrogates: valid in a JSON string, but no UTF-8 encoder (the tokenizer's) can take them."""
 _WORD_AHEAD = re.compile(r"\w*")
-_WORD_BEHIND = re.compile(r"\w+\Z")
 _BREAK = re.compile(r"\r\n|[\n\r]")
 
 
@@ -147,8 +146,10 @@ def document_head(doc: TextDocument, chars: int, *, typing_at: ServerTextPositio
     head = "".join(out)
     if len(head) > chars:
         # an identifier cut by the limit would be counted as a word the document does not have
-        word = _WORD_BEHIND.search(head, 0, chars)
-        cut = word.start() if word and (head[chars].isalnum() or head[chars] == "_") else chars
+        cut = chars
+        if head[cut].isalnum() or head[cut] == "_":
+            while cut > 0 and (head[cut - 1].isalnum() or head[cut - 1] == "_"):
+                cut -= 1
         head = head[:cut]
     return head
 
@@ -192,9 +193,10 @@ def cursor_context(doc: TextDocument, position: types.Position, *,
         max_suffix: most characters of suffix to keep.
 
     Returns:
-        The :class:`CursorContext`, or ``None`` when ``position`` is past the end of the document
-        or the identifier being typed fills all ``max_prefix`` characters (its start is not in
-        the prefix, so no edit could replace it whole).
+        The :class:`CursorContext`, or ``None`` when ``position`` is past the end of the document,
+        the identifier being typed fills all ``max_prefix`` characters (its start is not in
+        the prefix, so no edit could replace it whole), or the identifier's rest after the cursor
+        is longer than that (a data blob: not searched to its end at every keystroke).
     """
     lines = doc.lines  # once: pygls's own documents split the whole text on every access
     cursor = clamp_position(doc, position, lines)
@@ -209,7 +211,10 @@ def cursor_context(doc: TextDocument, position: types.Position, *,
     start = ServerTextPosition(cursor.line, cursor.character - len(word))
     # the identifier's end on the line itself: the suffix is cut at max_suffix characters
     here_line = lines[cursor.line] if cursor.line < len(lines) else ""
-    ahead = _WORD_AHEAD.match(here_line, min(cursor.character, len(here_line))).group()
+    at = min(cursor.character, len(here_line))
+    ahead = _WORD_AHEAD.match(here_line, at, at + max_prefix + 1).group()
+    if len(ahead) > max_prefix:
+        return None
     end_of_word = ServerTextPosition(cursor.line, cursor.character + len(ahead))
     if cursor.line >= len(lines) or lines[cursor.line].isascii():  # client units == code points
         def rng(a: ServerTextPosition, b: ServerTextPosition) -> types.Range:

@@ -177,6 +177,9 @@ def test_module_members_counts_absolute_from_imports():
     ('def f():\n    """Read a value\n    from ', None), ('x = """\nimport ', None),
     ('"""Doc."""\nfrom ', ""), ("x = \'\'\'a \"\"\" b\'\'\'\nimport ", ""),
     ('s = """\n\'\'\'\n"""\nfrom ', ""),
+    # quotes in comments and one-line strings pair with nothing; escaped quotes close nothing
+    ("Q = ('\"\"\"', \"'''\")\nimport ", ""), ('# a """ here\nimport ', ""),
+    ('s = """a \\""" b"""\nimport ', ""), ('s = """a \\""" b\nimport ', None),
 ])
 def test_module_name_at(text, head):
     from engine.imports import module_name_at
@@ -232,3 +235,14 @@ def test_workspace_names_of_a_module_however_it_was_spelled():
     assert index.names_of("py", ("w", "src", "pkg", "util")) == Counter({"one": 1, "two": 1, "three": 1})
     assert index.names_of("js", ("pkg", "util")) == Counter()
     assert index.names_of("py", ()) == Counter()
+
+
+def test_a_text_that_may_start_inside_a_string_counts_as_code():
+    from engine.imports import QUOTE_SCAN_MAX, in_triple_quoted
+    from laya_lsp.documents import MAX_PREFIX_CHARS
+
+    assert QUOTE_SCAN_MAX == MAX_PREFIX_CHARS  # the longest prefix the server hands the engine
+    inside = '"""\n' + "x" * 100 + "\nfrom "
+    assert in_triple_quoted(inside)
+    # cut by the server's limit, the text's first quotes may close a string: no pairing
+    assert not in_triple_quoted(" " * QUOTE_SCAN_MAX + inside)

@@ -200,3 +200,9 @@ def test_replace_range_ends_where_a_long_identifier_does(encoding, rest):
     assert len(ctx.suffix) == 4096
     assert ctx.replace_range == types.Range(start=pos(1, units("x = 漢.", encoding)),
                                             end=pos(1, units(line, encoding)))
+
+
+def test_an_identifier_longer_than_the_prefix_limit_after_the_cursor_gets_no_context():
+    # not searched to its end at every keystroke; its start would be as unreachable as a prefix's
+    assert cursor_context(doc_of("os.pa" + "t" * 70_000), pos(0, 5)) is None
+    assert cursor_context(doc_of("os.pa" + "t" * 60_000), pos(0, 5)).replace_range.end == pos(0, 60_005)
