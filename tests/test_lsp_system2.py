@@ -81,3 +81,33 @@ def test_inline_completion_shows_the_rest_of_system2_s_line():
 
         assert until(inline) == expected
         assert s.exit() == 0
+
+
+@needs_model
+def test_a_boundary_key_starts_the_next_word_s_guess_before_any_request():
+    """A key editors ask no completion for (here an opening parenthesis) starts System 2's line
+    at once (``laya_lsp.system2.after_change``), so the first list at the word start after it
+    already has System 2's guess on top; without that start, the first list is the fast one."""
+    from engine.system2 import System2
+
+    head = SOURCE.rsplit("\n", 1)[0] + "\n    name = os.path.join"
+    after = head + "("
+    expected = System2(GGUF, n_ctx=512).complete_word(after, path=PATH)
+    assert expected, "System 2 offers no identifier after the parenthesis"
+    line, char = after.count("\n"), len(after.rsplit("\n", 1)[1])
+    key = {"textDocument": {"uri": URI, "version": 2}, "contentChanges": [
+        {"range": {"start": {"line": line, "character": char - 1},
+                   "end": {"line": line, "character": char - 1}}, "text": "("}]}
+    firsts = {}
+    for on in (False, True):
+        with RawServer() as s:
+            s.initialize({"system2": True, "system2Path": str(GGUF)} if on else {})
+            s.open(URI, head)
+            # the fast model answers (inside the file's first word: System 2 has no prompt there)
+            until(lambda: s.complete(URI, 0, 3)["result"]["items"])
+            time.sleep(5)  # System 2 loads
+            s.notify("textDocument/didChange", key)
+            time.sleep(8)  # the line takes ~0.1-0.3 s (its thread is niced); no request meanwhile
+            firsts[on] = s.complete(URI, line, char)["result"]["items"][0]["label"]
+            assert s.exit() == 0
+    assert firsts[True] == expected and firsts[False] != expected, firsts
