@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 def word_prefix(prefix: str) -> str:
     """The identifier characters just before the cursor (``""`` at a boundary).
@@ -28,3 +30,13 @@ def in_number(prefix: str) -> bool:
     while i > 0 and (prefix[i - 1].isalnum() or prefix[i - 1] == "_"):
         i -= 1
     return i < len(prefix) and prefix[i].isdigit()
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+"""Lone surrogates: valid in a JSON string (clients send them for broken UTF-16), but no UTF-8
+encoder, the tokenizer's included, can take them."""
+
+
+def well_formed(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD, one for one (lengths are kept)."""
+    return text if text.isascii() else _LONE_SURROGATE.sub("\ufffd", text)

@@ -18,7 +18,7 @@ from lsprotocol import types
 from pygls.workspace import TextDocument
 from pygls.workspace.position_codec import ServerTextPosition
 
-from engine.text import word_prefix
+from engine.text import well_formed, word_prefix
 
 from . import units
 
@@ -29,8 +29,6 @@ MAX_SUFFIX_CHARS = 4 * 1024
 
 # LSP line ends (the server's documents split lines this way: laya_lsp.protocol.LspTextDocument)
 _LINE_END = re.compile(r"(?:\r\n|[\n\r])\Z")
-_ILL_FORMED = re.compile("[\ud800-\udfff]")
-"""Lone surrogates: valid in a JSON string, but no UTF-8 encoder (the tokenizer's) can take them."""
 _WORD_AHEAD = re.compile(r"\w*")
 _BREAK = re.compile(r"\r\n|[\n\r]")
 
@@ -57,7 +55,7 @@ def normalize_newlines(text: str) -> str:
     text), and each character the tokenizer cannot encode (a lone surrogate, which clients send
     for broken UTF-16) to U+FFFD, one for one."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return _ILL_FORMED.sub("\ufffd", text) if not text.isascii() else text
+    return well_formed(text)
 
 
 def clamp_position(doc: TextDocument, position: types.Position,

@@ -12,8 +12,9 @@ replaced by U+FFFD, as the language server does with document text.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
+
+from engine.text import well_formed
 
 MAX_TOKENS_LIMIT = 256
 """The most tokens one completion may ask for (the seed's ``--max-seq-len`` is 256 too)."""
@@ -25,7 +26,6 @@ MAX_STOP_CHARS = 64
 SEED_MODULUS = 2**64
 """A seed is a signed (OpenAI's) or unsigned 64-bit integer, used as an unsigned one (two's
 complement: -1 is ``2**64 - 1``), which both numpy's and MLX's generators take."""
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class BadRequest(ValueError):
@@ -117,11 +117,6 @@ def parse(body: bytes, max_tokens_limit: int = MAX_TOKENS_LIMIT) -> CompletionRe
         seed=None if seed is None else seed % SEED_MODULUS,
         user=None if user is None else well_formed(user),
     )
-
-
-def well_formed(text: str) -> str:
-    """``text`` with each lone surrogate replaced by U+FFFD, one for one (lengths are kept)."""
-    return text if text.isascii() else _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def _kind(v) -> str:
