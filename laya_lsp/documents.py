@@ -208,20 +208,19 @@ def cursor_context(doc: TextDocument, position: types.Position, *,
     # An identifier never spans a line break, so the word lies on the cursor's line.
     start = ServerTextPosition(cursor.line, cursor.character - len(word))
     # the identifier's end on the line itself: the suffix is cut at max_suffix characters
-    here_line = lines[cursor.line] if cursor.line < len(lines) else ""
-    at = min(cursor.character, len(here_line))
-    ahead = _WORD_AHEAD.match(here_line, at, at + max_prefix + 1).group()
+    here = lines[cursor.line] if cursor.line < len(lines) else ""
+    at = min(cursor.character, len(here))
+    ahead = _WORD_AHEAD.match(here, at, at + max_prefix + 1).group()
     if len(ahead) > max_prefix:
         return None
     end_of_word = ServerTextPosition(cursor.line, cursor.character + len(ahead))
-    if cursor.line >= len(lines) or lines[cursor.line].isascii():  # client units == code points
+    if here.isascii():  # client units == code points
         def rng(a: ServerTextPosition, b: ServerTextPosition) -> types.Range:
             return types.Range(start=types.Position(line=a.line, character=a.character),
                                end=types.Position(line=b.line, character=b.character))
         insert_range, replace_range = rng(start, cursor), rng(start, end_of_word)
     else:
         encoding = doc.position_codec.encoding
-        here = lines[cursor.line]
 
         def client(p: ServerTextPosition) -> types.Position:
             return types.Position(line=p.line, character=units.to_units(here, p.character, encoding))

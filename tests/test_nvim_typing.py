@@ -99,7 +99,6 @@ local ok, err = pcall(function()
   if not attached then
     error('the laya client did not attach within ' .. P.attach_ms .. ' ms')
   end
-  out.trigger_characters = #client.server_capabilities.completionProvider.triggerCharacters
   -- the first answer waits for the model to load and warm up; a user would see that once
   local params = vim.lsp.util.make_position_params(0, client.offset_encoding)
   vim.lsp.buf_request_sync(0, 'textDocument/completion', params, P.attach_ms)
