@@ -174,7 +174,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.tcp:
             _check_bind(args.host, args.port)
             log.info("laya-lsp %s serving on %s:%d", __version__, args.host, args.port)
-            server.start_tcp(args.host, args.port)
+            from .tcp import start_tcp
+
+            start_tcp(server, args.host, args.port)  # one session at a time (pygls's: any number)
         else:
             rpc_in, rpc_out = _claim_stdio()
             log.debug("laya-lsp %s serving on stdio", __version__)

@@ -17,12 +17,19 @@ INTERVAL_S = 3.0
 
 
 def alive(pid: int) -> bool:
-    """True while a process with this id exists (POSIX; always True elsewhere)."""
+    """True while a process with this id exists (POSIX; always True elsewhere).
+
+    An id no process can have is False: 0 and negative ids (``kill`` would test a process group,
+    or with -1 every process we may signal, so -1 looked alive forever) and ids past the C range
+    (``kill`` raised ``OverflowError``, which ended the ``initialized`` handler before the
+    workspace index started)."""
     if os.name != "posix":
         return True
+    if pid <= 0:
+        return False
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):
         return False
     except PermissionError:  # exists, owned by someone else
         return True

@@ -13,6 +13,7 @@ import logging
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+from urllib.parse import unquote
 
 import attrs
 from lsprotocol import types
@@ -50,6 +51,8 @@ guarantees (JSON-RPC 2.0 and LSP 3.17):
     -32700 ParseError (id null)  a body that is not JSON
   a stale, past-the-end or not-open request answers an empty list, not an error
   notifications before `initialize` and after `shutdown` are ignored (except `exit`)
+  a repeated `initialized`, and a `didChange` to a document that is not open, are ignored
+  over TCP (--tcp) one session at a time: a second connection meanwhile is closed
   nothing is sent to the client before the `initialize` answer
 exit status:
   0  `exit` after `shutdown`; stdin closed; the client's processId is gone
@@ -71,6 +74,23 @@ class LspWorkspace(Workspace):
     def _create_text_document(self, doc_uri, source=None, version=None, language_id=None):
         return LspTextDocument(doc_uri, source=source, version=version, language_id=language_id,
                                sync_kind=self._sync_kind, position_codec=self._position_codec)
+
+    def update_text_document(self, text_doc, change) -> None:
+        """Apply a ``didChange`` edit; one for a document that is not open is the client's mistake
+        (a change racing its ``didClose``, or sent before ``didOpen``): ignored with a warning.
+        pygls raised ``KeyError`` there, which reached the editor's log as a server error."""
+        if unquote(text_doc.uri) not in self._text_documents:
+            log.warning("didChange for %s, which is not open: ignored", text_doc.uri)
+            return
+        super().update_text_document(text_doc, change)
+
+    def update_notebook_document(self, params) -> None:
+        """``notebookDocument/didChange`` for a notebook that is not open: ignored likewise."""
+        if unquote(params.notebook_document.uri) not in self._notebook_documents:
+            log.warning("didChange for notebook %s, which is not open: ignored",
+                        params.notebook_document.uri)
+            return
+        super().update_notebook_document(params)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,11 +169,13 @@ class LayaProtocol(LanguageServerProtocol):
         self._initialize_id = None
         self._held: list[Any] = []
         self._notification_keys: list[str] = []
+        self._initialized_seen = False
 
     def set_writer(self, writer, include_headers: bool = True):
         """A new connection (TCP serves one after another) starts a new session."""
         super().set_writer(writer, include_headers)
         self.state, self._shutdown, self._held = UNINITIALIZED, False, []
+        self._initialized_seen = False
 
     # --- reading: strict typing ------------------------------------------------------------
 
@@ -226,6 +248,12 @@ class LayaProtocol(LanguageServerProtocol):
         elif method != types.EXIT and self.state in (UNINITIALIZED, SHUT_DOWN):
             log.debug("ignoring %s: the server is %s", method, self.state)
             return
+        elif method == types.INITIALIZED:
+            if self._initialized_seen:  # its handler would show the option problems again,
+                # start another load report and another parent watch
+                log.warning("ignoring a second initialized notification")
+                return
+            self._initialized_seen = True
         super().handle_message(message)
 
     def _request_error(self, method: str) -> JsonRpcException | None:

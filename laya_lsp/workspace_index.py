@@ -156,18 +156,20 @@ class WorkspaceIndex:
         try:
             loop = asyncio.get_running_loop()
             files = await loop.run_in_executor(self.executor, lambda: read_workspace(folders, stop=stop))
-            if generation != self.generation:
-                outcome = "superseded"
+            if self._ended(generation, stop):
+                outcome = "superseded" if generation != self.generation else "stopped"
                 return
             progress.report(f"counting {files.files} files", 50)
             predictor = await self.ls.model.wait()
             if predictor is None:
                 outcome = "model not loaded"
                 return
+            if self._ended(generation, stop):  # shut down while the model loaded
+                return
             merged = await loop.run_in_executor(self.executor, lambda: predictor.build_workspace(
                 files.texts, paths=files.paths))
-            if generation != self.generation:
-                outcome = "superseded"
+            if self._ended(generation, stop):
+                outcome = "superseded" if generation != self.generation else "stopped"
                 return
             await asyncio.wrap_future(self._install(predictor, merged))
             files.texts, files.paths = {}, {}  # the counts are built: let the 30 MB of text go
@@ -184,6 +186,13 @@ class WorkspaceIndex:
             if generation == self.generation and self._pending is not None:
                 reason, self._pending = self._pending, None
                 asyncio.get_running_loop().call_soon(self.request, f"after the last index: {reason}")
+
+    def _ended(self, generation: int, stop: threading.Event) -> bool:
+        """Whether this index must end here: a newer one superseded it, or ``shutdown`` stopped
+        it (its executor and the engine thread then take no more work: scheduling more raised
+        "cannot schedule new futures after shutdown", logged as a failed index at each shutdown
+        during an index)."""
+        return generation != self.generation or stop.is_set()
 
     def _install(self, predictor, merged) -> concurrent.futures.Future:
         """Queue ``set_workspace`` on the engine thread; the future resolves once it has run."""

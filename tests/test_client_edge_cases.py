@@ -1,0 +1,254 @@
+"""Client mistakes and hostile input found by a fresh tester (2026-12-02), one test per bug: a second TCP
+connection, a lowercase header over TCP, a pathological `.gitignore` line, impossible `processId`s,
+a change to a document that is not open, a repeated `initialized`, shutdown during an index."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from pathlib import Path
+
+
+def test_shutdown_during_a_workspace_index_logs_no_error(tmp_path: Path, monkeypatch, caplog):
+    """``shutdown`` while the walk runs (a large workspace: a few seconds) ended the index with
+    "workspace index failed" at ERROR (sent to the editor's log as ``window/logMessage``): the
+    counting step was scheduled on the executor ``shutdown`` had just closed."""
+    import laya_lsp.workspace_index as wi
+    from laya_lsp.workspace import WorkspaceFiles
+
+    gate = threading.Event()
+    counted: list[int] = []
+
+    def slow_walk(folders, stop=None):
+        gate.wait(30)
+        return WorkspaceFiles()
+
+    class Predictor:
+        def build_workspace(self, texts, paths=None):
+            counted.append(1)
+            return {}
+
+    class Model:
+        async def wait(self):
+            return Predictor()
+
+    class Server:
+        client_supports_progress = False
+        model = Model()
+
+    monkeypatch.setattr(wi, "read_workspace", slow_walk)
+
+    async def scenario():
+        index = wi.WorkspaceIndex(Server())
+        index.enabled = True
+        index.throttle.interval_s = 0.0
+        index.folders = {tmp_path.as_uri(): str(tmp_path)}
+        try:
+            index.request("initialized")
+            await asyncio.sleep(0.1)
+            task = index._task
+            index.shutdown()  # what the server's shutdown handler does
+            gate.set()
+            await asyncio.wait_for(task, 5)
+        finally:
+            gate.set()
+
+    with caplog.at_level(logging.DEBUG, logger="laya_lsp"):
+        asyncio.run(scenario())
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == [], errors
+    assert counted == []  # nothing is counted after shutdown
+
+
+def test_did_change_of_a_document_that_is_not_open_is_no_server_error():
+    """A ``didChange`` for a document never opened (or already closed: a change racing the
+    close) raised ``KeyError`` in pygls's workspace, logged as a server error at ERROR in the
+    editor's log; it is the client's mistake, ignored with a warning, and the server goes on."""
+    from tests.lsp_raw import RawServer
+
+    with RawServer() as s:
+        s.initialize()
+        uri = "file:///tmp/laya-s5-never-opened.py"
+        edit = {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+                "text": "x"}
+        s.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
+                                            "contentChanges": [edit, {"text": "whole"}]})
+        s.open(uri, "handler_function = 1\nhandler_f")
+        s.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+        s.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 3},
+                                            "contentChanges": [edit]})
+        s.notify("notebookDocument/didChange", {
+            "notebookDocument": {"uri": "file:///tmp/laya-s5-never.ipynb", "version": 2}, "change": {}})
+        assert s.complete(uri, 0, 1)["result"]["items"] == []  # not open: empty, as before
+        s.open(uri, "handler_function = 1\nhandler_f")  # the session goes on
+        s.complete_until(uri, 1, 9, "handler_function")
+        errors = [m["params"]["message"] for m in s.messages
+                  if m.get("method") in ("window/logMessage", "window/showMessage")
+                  and m["params"]["type"] == 1]
+        assert errors == [], errors
+        assert s.exit() == 0
+
+
+def test_a_process_id_no_process_can_have_is_not_watched():
+    """``processId`` past the C range raised ``OverflowError`` out of ``kill`` in the
+    ``initialized`` handler (an ERROR in the editor's log, and the workspace index and the
+    load report after it never ran); a negative one named a process group (-1: every process,
+    so "alive" forever)."""
+    from laya_lsp import parent
+
+    assert not parent.alive(2**31)
+    assert not parent.alive(2**63)
+    assert not parent.alive(-1)
+    assert not parent.alive(0)
+    import os
+    assert parent.alive(os.getpid())
+
+
+def test_initialized_with_an_out_of_range_process_id_still_indexes_the_workspace(tmp_path):
+    from tests.lsp_raw import RawServer
+
+    (tmp_path / "helpers.py").write_text("def workspace_omega_identifier():\n    return 1\n")
+    root = tmp_path.as_uri()
+    with RawServer() as s:
+        answer = s.call("initialize", {"processId": 2**31, "rootUri": root, "capabilities": {},
+                                       "initializationOptions": {}})
+        assert "result" in answer
+        s.notify("initialized", {})
+        uri = root + "/main.py"
+        s.open(uri, "x = workspace_om")
+        s.complete_until(uri, 0, 16, "workspace_omega_identifier", why="the workspace was never indexed")
+        errors = [m["params"]["message"] for m in s.messages
+                  if m.get("method") in ("window/logMessage", "window/showMessage")
+                  and m["params"]["type"] == 1]
+        assert errors == [], errors
+        assert s.exit() == 0
+
+
+def test_a_second_initialized_notification_is_ignored():
+    """``initialized`` sent again ran its handler again: the option problems popped up once per
+    copy, and each copy started another model-load progress report (and parent watch)."""
+    import time
+
+    from tests.lsp_raw import RawServer
+
+    with RawServer() as s:
+        answer = s.call("initialize", {"processId": None, "rootUri": None,
+                                       "capabilities": {"window": {"workDoneProgress": True}},
+                                       "initializationOptions": {"maxItems": "x"}})
+        assert "result" in answer
+        for _ in range(3):
+            s.notify("initialized", {})
+        s.open("file:///tmp/laya-s5-init.py", "handler_function = 1\nhandler_f")
+        s.complete_until("file:///tmp/laya-s5-init.py", 1, 9, "handler_function")
+        time.sleep(0.3)
+        shown = [m for m in s.messages if m.get("method") == "window/showMessage"]
+        creates = [m for m in s.messages if m.get("method") == "window/workDoneProgress/create"]
+        assert len(shown) == 1, shown
+        assert len(creates) == 1, creates
+        assert s.exit() == 0
+
+
+def _tcp_server(port: int):
+    import subprocess
+
+    from tests.lsp_raw import ENV, SERVER
+
+    return subprocess.Popen(SERVER + ["--tcp", "--host", "127.0.0.1", "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
+
+
+def _tcp_client(port: int):
+    import socket
+    import time
+
+    from tests.lsp_raw import RawServer
+
+    class TcpClient(RawServer):
+        def __init__(self, sock):
+            self.sock = sock
+            self._start(sock.makefile("wb"), sock.makefile("rb"))
+
+        def stderr_text(self) -> str:
+            return ""
+
+        def kill(self) -> None:
+            self.sock.close()
+
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            return TcpClient(socket.create_connection(("127.0.0.1", port), timeout=30))
+        except OSError:
+            assert time.monotonic() < deadline, "the TCP server never listened"
+            time.sleep(0.05)
+
+
+def test_a_second_tcp_connection_does_not_take_over_the_session():
+    """``laya-lsp --tcp``: a second connection while an editor's session ran (another window
+    pointed at the port, a port probe) became the writer and reset the lifecycle, so the first
+    editor's next completion was answered -32002 on the other socket and never reached it."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = _tcp_server(port)
+    try:
+        first = _tcp_client(port)
+        first.initialize()
+        uri = "file:///tmp/laya-s5-tcp.py"
+        first.open(uri, "handler_function = 1\nhandler_f")
+        first.complete_until(uri, 1, 9, "handler_function")
+        second = _tcp_client(port)
+        second.sock.settimeout(10)
+        assert second.sock.recv(1) == b""  # refused: closed at once
+        answer = first.complete(uri, 1, 9, timeout=10)
+        assert "handler_function" in [i["label"] for i in answer["result"]["items"]]
+        assert second.messages == []
+        assert first.call("shutdown", timeout=10)["result"] is None
+        first.kill()
+        second.kill()
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_tcp_reads_a_lowercase_content_length_header():
+    """Header names are case-insensitive; stdio took ``content-length:``, TCP waited forever."""
+    import json
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = _tcp_server(port)
+    try:
+        client = _tcp_client(port)
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "processId": None, "rootUri": None, "capabilities": {}}}).encode()
+        client._in.write(b"content-length: %d\r\n\r\n" % len(body) + body)
+        client._in.flush()
+        assert "capabilities" in client.wait_for(1, timeout=20)["result"]
+        client.kill()
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_pathological_gitignore_line_cannot_freeze_the_workspace_walk(tmp_path: Path):
+    """pathspec's regular expressions backtrack exponentially in a segment's ``*`` count, holding
+    the GIL: ``a*a*a*a*a*a*a*a*a*a*b`` against a 40-letter file name took ~10 s per check, during
+    which no completion was answered. Such a line is dropped; the others stay in force."""
+    import time
+
+    from laya_lsp.workspace import read_workspace
+
+    (tmp_path / ".gitignore").write_text("a*a*a*a*a*a*a*a*a*a*a*a*b\nsecret_*.py\n")
+    (tmp_path / ("a" * 40 + ".py")).write_text("kept_identifier = 1\n")
+    (tmp_path / "secret_notes.py").write_text("hidden_identifier = 1\n")
+    t0 = time.monotonic()
+    files = read_workspace([tmp_path])
+    assert time.monotonic() - t0 < 2.0
+    texts = [t for ts in files.texts.values() for t in ts]
+    assert texts == ["kept_identifier = 1\n"]
