@@ -50,6 +50,7 @@ from .types import Candidate
 from .continuation import (MAX_WORD_TOKENS, LineIndex, continue_line, fit_to_suffix, line_before,
                            line_from_document, line_from_workspace, line_is_open)
 from .kv_sync import KVSync
+from .memory import release_free_heap
 from .scoring import with_neural_cache
 from .window_cache import CHUNK_TOKENS
 
@@ -139,6 +140,9 @@ class Predictor:
         """``engine.backends.NumbaUpgrade`` while the NumPy backend stands in (see
         :meth:`_check_upgrade`; taken off the backend, so nothing keeps it once done)."""
         self._upgrade_checked = 0.0
+        self._trim_heap = True
+        """Whether :meth:`idle_step` should give freed heap back to the OS (``engine.memory``): set
+        by a load (a language's lexicon, the workspace index), cleared by the trim."""
 
     def use_backend(self, backend) -> None:
         """Decode with ``backend`` (the same model, the same KV-cache layout: NumPy's and numba's)
@@ -147,6 +151,7 @@ class Predictor:
         backend.forward([self.eos])  # first-call costs (the kernels' pages) now, on its own cache
         backend.swap(self.backend.swap(None))
         self.kv.backend = self.backend = backend
+        self._trim_heap = True  # the float32 weights of the backend left behind
 
     def _check_upgrade(self) -> bool:
         """Switch to the numba backend once its kernels are built (``engine.backends.NumbaUpgrade``);
@@ -203,6 +208,10 @@ class Predictor:
         Before all that, a predictor that started on the NumPy backend while the numba kernels
         were compiled (``engine.backends.NumbaUpgrade``) switches to them once they are built."""
         if self._upgrade is not None and self._check_upgrade():
+            return True
+        if self._trim_heap:  # a lexicon or a workspace index was loaded: give its temporaries back
+            self._trim_heap = False
+            release_free_heap()
             return True
         if self.kv.pending is not None and not self.kv.pending.done:
             return self.advance()
@@ -273,6 +282,8 @@ class Predictor:
         for i in range(len(text) - 12, len(text) + 1):
             self.predict(text[:i], want_line=True)
         self.reset()
+        release_free_heap()  # the load's temporaries (``engine.memory``)
+        self._trim_heap = False
 
     # ----------------------------------------------------------------- state
     def reset(self) -> None:
@@ -332,6 +343,7 @@ class Predictor:
             cfg = self.config.for_language(lang.name)
             pool = self._pools[lang.name] = PoolBuilder(lex, self._first_token, cfg.prior_weights,
                                                         cfg.doc_confidence)
+            self._trim_heap = True
         return pool
 
     def _language(self, language) -> Language:
@@ -389,6 +401,7 @@ class Predictor:
         drops the workspace). Their words and n-grams enter the pool and the prior from the next
         decision on."""
         self._workspace = dict(merged)
+        self._trim_heap = True
         self._expected.clear()  # names of the old index
         self._pools.clear()
         self.pool = self._pool_for(self.language)
