@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import logging
 import sys
@@ -183,9 +184,11 @@ def _cmd_eval(a) -> int:
         a.languages = a.languages or "prose"
     if a.comments:
         return _eval_comments(a)
-    if a.lines and a.through_server:
-        print("laya eval: --lines is measured in process only (leave out --through-server)", file=sys.stderr)
+    if a.lines and a.through_server and not a.both:
+        print("laya eval: --lines is measured in process only (leave out --through-server, or add --both)",
+              file=sys.stderr)
         return 2
+    wheres = ("process", "server") if a.both else ("server",) if a.through_server else ("process",)
     files = pick_files(Path(a.corpus), a.files, a.max_chars, seed=a.seed, split=a.split,
                        languages=a.languages.split(",") if a.languages else None)
     if not files:
@@ -205,9 +208,9 @@ def _cmd_eval(a) -> int:
             print(f"laya eval: no System 2 model at {path} (run `laya system2 install`, or give --system2 PATH)",
                   file=sys.stderr)
             return 2
-        if a.through_server:
+        if "server" in wheres:
             print(f"System 2: {path.name} in the server, off then on; a pause of {a.gap_ms:.0f} ms after each answer")
-        else:
+        if "process" in wheres:
             system2 = System2(path)
             print(f"System 2: {path.name}, its guess at rank {a.system2_rank}, "
                   f"{'from the next keystroke on' if a.system2_lag else 'waited for at every key'}; off then on")
@@ -217,10 +220,10 @@ def _cmd_eval(a) -> int:
     elif a.workspace == "only":
         modes = {"with workspace": True}
     for title, ws in modes.items():
-        for s2 in ((False, True) if a.system2 else (False,)):
+        for s2, where_to in itertools.product((False, True) if a.system2 else (False,), wheres):
             label = title + (", System 2 on" if s2 else ", System 2 off") if a.system2 else title
             latencies: list[float] = []
-            if a.through_server:
+            if where_to == "server":
                 from .replay import evaluate_through_server
 
                 opts = {"system2": True, "system2Path": str(path)} if s2 else None
@@ -380,6 +383,9 @@ def main(argv=None) -> int:
     p.add_argument("--files", type=int, default=6, help="files per language")
     p.add_argument("--max-chars", type=int, default=6000)
     p.add_argument("--through-server", action="store_true", help="replay typing over LSP stdio")
+    p.add_argument("--both", action="store_true",
+                   help="in process and through the server, one after the other, in one run (the "
+                        "README's whole quality table; --lines applies to the in-process runs)")
     p.add_argument("--comments", action="store_true",
                    help="instead: words typed in code comments, the code model against the prose model")
     p.add_argument("--seed", type=int, default=0, help="which held-out files (0: the reported set)")

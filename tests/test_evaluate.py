@@ -213,3 +213,20 @@ def test_first_uses_are_scored_apart():
     row = sc.split_row(base)
     assert "first uses 36% of the characters: saved 0.0%" in row
     assert "names already in the file: 77.8% (66.7%)" in row
+
+
+def test_eval_both_reports_in_process_and_through_the_server_in_one_run(tmp_path: Path, capsys):
+    """``laya eval --both``: the README's whole table from one command (in process with
+    ``--lines``, then the same files through the server)."""
+    from laya_tools.cli import main
+
+    f = tmp_path / "eval" / "python" / "pkg" / "mod.py"
+    f.parent.mkdir(parents=True)
+    f.write_text("import os\n\n\ndef main(path):\n    return os.path.join(path, 'x')\n" * 50)  # > 2 KB
+    assert main(["eval", "--corpus", str(tmp_path), "--files", "1", "--max-chars", "400",
+                 "--workspace", "off", "--both", "--lines"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("without workspace, in process") == 1
+    assert out.count("without workspace, through the LSP server (stdio)") == 1
+    assert "rest of line:" in out and "completion round trip over" in out
+    assert main(["eval", "--corpus", str(tmp_path), "--through-server", "--lines"]) == 2  # no --both
