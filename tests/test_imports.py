@@ -246,3 +246,20 @@ def test_a_text_that_may_start_inside_a_string_counts_as_code():
     assert in_triple_quoted(inside)
     # cut by the server's limit, the text's first quotes may close a string: no pairing
     assert not in_triple_quoted(" " * QUOTE_SCAN_MAX + inside)
+
+
+def test_module_name_at_remembers_the_lines_above_but_never_a_stale_answer():
+    """The scan of the lines above is remembered per text (typing a module name asks again at
+    every key); a change above the line is a new text, a new answer."""
+    from engine.imports import module_name_at
+
+    inside = '"""Docs.\n' + "x = 1\n" * 2000  # an open docstring, 12 KB of it
+    closed = inside + '"""\n'
+    for _ in range(2):
+        assert module_name_at(inside + "from ") is None
+        assert module_name_at(inside + "from os.") is None
+        assert module_name_at(closed + "from ") == ""
+        assert module_name_at(closed + "from os.") == "os."
+    # the same lines with the first quotes made a comment: the last ones now open a string
+    assert module_name_at(closed.replace('"""Docs.', "# Docs.", 1) + "from ") is None
+    assert module_name_at(inside.replace('"""Docs.', "# Docs.", 1) + "from ") == ""
