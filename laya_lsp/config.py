@@ -3,9 +3,9 @@
 Modelled on jedi-language-server's ``InitializationOptions``: a keyword-only dataclass whose fields
 the client sends in camelCase (``debounceMs`` for ``debounce_ms``). Each option is structured on its
 own with a strict cattrs converter, so one bad option costs only that option: it falls back to its
-default, the others keep their values, and :func:`parse_options` returns a message naming it in
-camelCase (the server shows those with ``window/showMessage``). Unknown keys are reported and
-ignored.
+default (in a settings change, :mod:`.settings_change`, it keeps its current value), the others
+keep their values, and :func:`parse_options` returns a message naming it in camelCase (the server
+shows those with ``window/showMessage``). Unknown keys are reported and ignored.
 
 This dataclass is the one list of options: the VS Code ``package.json`` (``laya.*`` settings), the
 Neovim ``init_options`` example and the README table are checked against it by
@@ -78,6 +78,8 @@ OPTION_NAMES = [_camel(f.name) for f in fields(InitializationOptions)]
 """The camelCase option names, in declaration order."""
 
 _FIELDS = {_camel(f.name): f.name for f in fields(InitializationOptions)}
+OPTION_NAME = {name: key for key, name in _FIELDS.items()}
+"""Field name -> the option's camelCase name (``debounce_ms`` -> ``debounceMs``)."""
 _TYPES = typing.get_type_hints(InitializationOptions)
 _CHOICES = {
     "log_level": ("debug", "info", "warning", "error"),
@@ -147,26 +149,31 @@ def _unknown(key: str) -> str:
     return f"unknown option {key!r} (known: {', '.join(OPTION_NAMES)}); ignored"
 
 
-def parse_options(raw) -> tuple[InitializationOptions, list[str]]:
-    """Structure ``initializationOptions`` option by option.
+def parse_options(raw, base: InitializationOptions | None = None, *,
+                  source: str = "initializationOptions") -> tuple[InitializationOptions, list[str]]:
+    """Structure ``initializationOptions`` (or changed settings) option by option.
 
     Args:
         raw: the decoded JSON value the client sent (``None`` when it sent none). A ``null`` value
             for a key means "unset" (clients often send that for settings the user left alone).
+        base: the values of options ``raw`` leaves out, is ``null`` for or gets wrong: the
+            defaults (``initialize``), or the current values (a settings change).
+        source: what ``raw`` is, for the message when it is not an object.
 
     Returns:
         ``(options, problems)``. ``options`` keeps every valid option; each invalid one has its
-        default. ``problems`` has one message per bad or unknown option, naming it in camelCase,
-        e.g. ``"debounceMs: expected a number, got string 'x'; using 0"`` (the default in JSON).
+        value in ``base``. ``problems`` has one message per bad or unknown option, naming it in
+        camelCase, e.g. ``"debounceMs: expected a number, got string 'x'; using 0"`` (its value
+        in ``base``, in JSON).
     """
+    defaults = InitializationOptions() if base is None else base
     if raw is None:
-        return InitializationOptions(), []
+        return defaults, []
     if not isinstance(raw, dict):
-        return InitializationOptions(), [
-            f"initializationOptions must be an object, got {_json_type(raw)}; using defaults"]
+        keeping = "using defaults" if base is None else "keeping the current values"
+        return defaults, [f"{source} must be an object, got {_json_type(raw)}; {keeping}"]
     values: dict = {}
     problems: list[str] = []
-    defaults = InitializationOptions()
     for key, value in raw.items():
         name = _FIELDS.get(key)
         if name is None:

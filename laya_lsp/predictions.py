@@ -70,12 +70,12 @@ async def predict_at(ls: LayaServer, uri: str, position: types.Position, kind: s
     """
     ticket = take_ticket(ls, uri, kind)
     await debounce(ls.options.debounce_ms)
-    if not ls.sequencer.is_current(ticket):
-        log.debug("%s %s: superseded during debounce", kind, uri)
-        return None
     doc = ls.open_document(uri)
     if doc is None:
         log.info("%s for %s, which is not open: answering empty", kind, uri)
+        return None
+    if not ls.sequencer.is_current(ticket):
+        log.debug("%s %s: superseded during debounce", kind, uri)
         return None
     language = languages.for_document(doc.language_id, uri).name
     predictor = await ls.predictor_for(language)

@@ -356,6 +356,15 @@ class LayaProtocol(LanguageServerProtocol):
         finally:
             arrival_ticket.set(None)
 
+    def forget_request(self, msg_id) -> None:
+        """Stop waiting for the client's answer to our request ``msg_id`` (answered, or given up
+        on after a timeout). pygls keeps a request's future until its answer comes, forever for a
+        client that never answers, and an answer after the wait was given up (its future
+        cancelled) raised ``InvalidStateError``; such an answer is now logged as unknown and
+        dropped. pygls keeps the result type of an error answer too."""
+        self._request_futures.pop(msg_id, None)
+        self._result_types.pop(msg_id, None)
+
     # --- writing ---------------------------------------------------------------------------
 
     def _send_response(self, msg_id, result=None, error=None):

@@ -20,6 +20,7 @@ import threading
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
+from urllib.parse import unquote
 
 if TYPE_CHECKING:
     from engine.worker import EngineThread, Job
@@ -39,11 +40,14 @@ class Ticket:
 
 
 class Sequencer:
-    """Latest-wins bookkeeping, per document and per request kind.
+    """Latest-wins bookkeeping, per open document and per request kind.
 
     Counters come from one global clock, so a value never recurs: a ticket taken before a
-    document was closed stays stale after it is reopened. Mutated on the event loop thread; the
-    engine thread only reads (a dict lookup, atomic under the GIL).
+    document was closed stays stale after it is reopened. Only open documents have entries
+    (:meth:`opened` to :meth:`forget`), so requests for documents that are not open, or no longer
+    open, leave nothing behind. Documents are keyed by their URI with percent-escapes decoded, as
+    pygls keys its documents. Mutated on the event loop thread; the engine thread only reads (a
+    dict lookup, atomic under the GIL).
     """
 
     def __init__(self) -> None:
@@ -53,28 +57,44 @@ class Sequencer:
 
     def opened(self, uri: str) -> None:
         """A document was opened (or reopened): a fresh edit counter."""
-        self._edits[uri] = next(self._clock)
+        self._edits[unquote(uri)] = next(self._clock)
 
     def edited(self, uri: str) -> None:
-        """The document changed: every outstanding ticket for it is stale."""
-        self._edits[uri] = next(self._clock)
+        """The document changed: every outstanding ticket for it is stale (a change to a
+        document that is not open is ignored)."""
+        key = unquote(uri)
+        if key in self._edits:
+            self._edits[key] = next(self._clock)
 
     def ticket(self, uri: str, kind: str) -> Ticket:
-        """Take a ticket for a new request; older tickets of the same kind become stale."""
+        """Take a ticket for a new request; older tickets of the same kind become stale.
+
+        A document that is not open gets a ticket that is stale at once (such a request answers
+        empty anyway) and no entry.
+        """
+        key = unquote(uri)
         n = next(self._clock)
-        self._requests[(uri, kind)] = n
-        return Ticket(uri, kind, self._edits.get(uri), n)
+        if key in self._edits:
+            self._requests[(key, kind)] = n
+        return Ticket(uri, kind, self._edits.get(key), n)
 
     def is_current(self, ticket: Ticket) -> bool:
-        """True while no edit and no newer request of its kind has come for the document."""
-        return (self._edits.get(ticket.uri) == ticket.edit
-                and self._requests.get((ticket.uri, ticket.kind)) == ticket.request)
+        """True while the document is open and no edit and no newer request of its kind has come
+        for it."""
+        key = unquote(ticket.uri)
+        return (ticket.edit is not None and self._edits.get(key) == ticket.edit
+                and self._requests.get((key, ticket.kind)) == ticket.request)
 
     def forget(self, uri: str) -> None:
         """The document was closed: drop its counters (its tickets become stale)."""
-        self._edits.pop(uri, None)
-        for key in [k for k in self._requests if k[0] == uri]:
-            del self._requests[key]
+        key = unquote(uri)
+        self._edits.pop(key, None)
+        for k in [k for k in self._requests if k[0] == key]:
+            del self._requests[k]
+
+    def entries(self) -> int:
+        """How many entries the bookkeeping holds (open documents plus their request kinds)."""
+        return len(self._edits) + len(self._requests)
 
 
 async def debounce(ms: int) -> None:

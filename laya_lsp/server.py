@@ -22,7 +22,8 @@ from pygls.workspace import TextDocument
 
 from engine import languages
 
-from . import __version__, completion, http_service, inline, logging_setup, protocol, system2, workspace_index
+from . import (__version__, completion, http_service, inline, logging_setup, protocol, settings_change,
+               system2, workspace_index)
 from .config import InitializationOptions, parse_options
 from .documents import clamp_position, document_head, normalize_newlines, position_after_change
 from .inline_model import InlineModel
@@ -56,7 +57,10 @@ class LayaServer(LanguageServer):
         super().__init__("laya-lsp", __version__, protocol_cls=protocol.LayaProtocol,
                          text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self.options = InitializationOptions()
+        """The options in force (``initializationOptions``, then settings changes that apply live)."""
         self.option_problems: list[str] = []
+        self.settings = settings_change.SettingsState()
+        """What the client asked for, for ``workspace/didChangeConfiguration``."""
         self.cli_log_level = cli_log_level
         """``--log-level`` from the command line; overrides the ``logLevel`` option when set."""
         self.sequencer = Sequencer()
@@ -195,6 +199,7 @@ def _forget_job(ls: LayaServer, uri: str) -> None:
 
 def on_initialize(ls: LayaServer, params: types.InitializeParams) -> None:
     ls.options, ls.option_problems = parse_options(params.initialization_options)
+    ls.settings.started(ls.options, params.initialization_options)
     logging_setup.set_level(ls.cli_log_level or ls.options.log_level)
     logging_setup.attach(ls, ls.cli_log_level or ls.options.log_level)
     for problem in ls.option_problems:
@@ -228,11 +233,7 @@ async def on_initialized(ls: LayaServer, params: types.InitializedParams) -> Non
         else:  # the client that just sent it is alive: it names a process we cannot see
             log.warning("processId %d is not visible here (another PID namespace: a container or "
                         "a remote editor?); not watching it", ls.process_id)
-    if ls.option_problems:
-        ls.window_show_message(types.ShowMessageParams(
-            type=types.MessageType.Warning,
-            message="Laya: problems in initializationOptions (the rest apply): "
-                    + "; ".join(ls.option_problems)))
+    settings_change.show_problems(ls, ls.option_problems, "initializationOptions")
     ls.workspace_index.start()
     await report_loading(ls)
 
@@ -298,4 +299,5 @@ def create_server(*, cli_log_level: str | None = None) -> LayaServer:
     ls.feature(types.TEXT_DOCUMENT_DID_SAVE)(workspace_index.did_save)
     ls.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)(workspace_index.did_change_watched_files)
     ls.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)(workspace_index.did_change_workspace_folders)
+    ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)(settings_change.did_change_configuration)
     return ls

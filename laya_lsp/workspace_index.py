@@ -216,6 +216,25 @@ class WorkspaceIndex:
             self.request("initialized")
             self._watch()
 
+    def set_enabled(self, enabled: bool) -> None:
+        """The ``workspaceIndex`` option changed while running. On: index now (and watch the
+        files). Off: stop an index under way and drop the workspace's names from the model (a
+        background engine job). Loop thread."""
+        if enabled == self.enabled:
+            return
+        self.enabled = enabled
+        if enabled:
+            self.throttle.cancel("workspace")  # index at once, not at the end of the last interval
+            self.start()
+            return
+        self.generation += 1  # an index under way ends at its next check and installs nothing
+        self._stop.set()
+        self._stop = threading.Event()
+        self._pending = None
+        self.throttle.cancel("workspace")
+        self.last = None
+        self.ls.bridge.submit_background(_drop_workspace, self.ls)
+
     def _watch(self) -> None:
         """Ask the client to send ``didChangeWatchedFiles`` (once, and only with a folder to watch)."""
         if (self.enabled and self.folders and not self._watching
@@ -238,6 +257,12 @@ class WorkspaceIndex:
         self.enabled = False
         self._stop.set()
         self.executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _drop_workspace(ls: LayaServer) -> None:
+    """Engine thread: the model forgets the workspace's names (after any install queued earlier)."""
+    if ls.model.predictor is not None:
+        ls.model.predictor.set_workspace({})
 
 
 class _Progress:

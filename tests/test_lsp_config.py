@@ -67,3 +67,24 @@ def test_non_object_gives_defaults_and_a_problem():
     opts, problems = parse_options(["maxItems", 3])
     assert opts == InitializationOptions()
     assert problems and "must be an object" in problems[0]
+
+
+def test_a_settings_change_keeps_current_values_for_missing_null_and_bad_keys():
+    current = InitializationOptions(max_items=3, debounce_ms=50, variant="typing")
+    opts, problems = parse_options({"maxItems": 5000, "debounceMs": None, "enableInline": False},
+                                   current, source="settings")
+    assert opts == InitializationOptions(max_items=3, debounce_ms=50, variant="typing", enable_inline=False)
+    assert problems == ["maxItems: must be <= 1000, got 5000; using 3"]
+    assert current.enable_inline is True, "the base is not modified"
+    assert parse_options([1], current, source="settings") == (
+        current, ["settings must be an object, got array; keeping the current values"])
+
+
+def test_settings_section_of_pushed_settings():
+    from laya_lsp.settings_change import section_of
+
+    assert section_of({"laya": {"maxItems": 2}, "pylsp": {"x": 1}}) == {"maxItems": 2}
+    assert section_of({"maxItems": 2, "maxItem": 1, "python": {"analysis": {}}}) == {"maxItems": 2, "maxItem": 1}
+    assert section_of({"maxItems": {"nested": 1}}) == {"maxItems": {"nested": 1}}  # reported as bad
+    assert section_of({"pylsp": {"plugins": {}}}) is None
+    assert section_of({"laya": None}) is None

@@ -162,3 +162,18 @@ async def test_throttle_runs_first_at_once_then_one_trailing_call():
     throttle.cancel("doc")
     await asyncio.sleep(0.08)
     assert len(calls) == 3, "cancel drops the pending trailing call"
+
+
+def test_documents_not_open_get_stale_tickets_and_no_entries():
+    seq = Sequencer()
+    for k in range(10):
+        ticket = seq.ticket(f"never-{k}", COMPLETION)
+        assert not seq.is_current(ticket)
+        seq.edited(f"never-{k}")  # a didChange for a document that is not open
+    assert seq.entries() == 0
+    seq.opened("file:///a%20b.py")
+    assert seq.is_current(seq.ticket("file:///a b.py", COMPLETION)), "keyed as pygls keys documents"
+    seq.forget("file:///a b.py")
+    assert seq.entries() == 0
+    assert not seq.is_current(seq.ticket("file:///a%20b.py", COMPLETION))
+    assert seq.entries() == 0
