@@ -5,7 +5,6 @@ behaviour, as VS Code (one client is enough: the client-dependent paths are in t
 from __future__ import annotations
 
 import asyncio
-import itertools
 import os
 import sys
 import time
@@ -16,28 +15,20 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
+import lsp_client
+from lsp_client import eventually
+
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 SERVER_ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
 CONFIG = ClientServerConfig(server_command=[sys.executable, "-m", "laya_lsp"], server_env=SERVER_ENV)
 DEBOUNCE_MS = 300
-_ids = itertools.count()
 
 
-async def eventually(predicate, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := predicate():
-            return value
-        await asyncio.sleep(0.05)
-    raise AssertionError("condition not met in time")
 
 
 def open_doc(client: LanguageClient, text: str) -> str:
-    uri = f"file:///laya-options/{next(_ids)}/doc.py"
-    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
-        uri=uri, language_id="python", version=1, text=text)))
-    return uri
+    return lsp_client.open_doc(client, text, "laya-options")
 
 
 async def send_completion(client: LanguageClient, uri: str, line: int, character: int,

@@ -7,7 +7,6 @@ misbehave: answer ``workspace/configuration`` with an error, or not at all)."""
 from __future__ import annotations
 
 import asyncio
-import itertools
 import os
 import sys
 import time
@@ -18,30 +17,22 @@ from lsprotocol import types
 from lsp_raw import InProcessServer, RawServer
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
+import lsp_client
+from lsp_client import eventually
+
 from laya_lsp.settings_change import PULL_TIMEOUT_S
 
 SERVER_ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
 CONFIG = ClientServerConfig(server_command=[sys.executable, "-m", "laya_lsp"], server_env=SERVER_ENV)
 TEXT = "import os\nos."
 """``os.`` at (1, 3) gets a full list (20 items at the default ``maxItems``)."""
-_ids = itertools.count()
 aio = pytest.mark.asyncio(loop_scope="module")
 
 
-async def eventually(predicate, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := predicate():
-            return value
-        await asyncio.sleep(0.05)
-    raise AssertionError("condition not met in time")
 
 
 def open_doc(client: LanguageClient, text: str = TEXT) -> str:
-    uri = f"file:///laya-settings/{next(_ids)}/doc.py"
-    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
-        uri=uri, language_id="python", version=1, text=text)))
-    return uri
+    return lsp_client.open_doc(client, text, "laya-settings")
 
 
 async def count_items(client: LanguageClient, uri: str) -> int:

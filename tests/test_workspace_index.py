@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
+import threading
 import os
 import sys
 import time
@@ -300,6 +302,26 @@ def test_client_that_never_answers_progress_create_still_gets_the_workspace(tmp_
         assert s.exit() == 0
 
 
+def _index_without_a_server(tmp_path: Path, predictor):
+    """A ``WorkspaceIndex`` of ``tmp_path`` whose model is ``predictor`` (None: not loaded), no
+    throttle, and no server around it (its walk is the test's)."""
+    import laya_lsp.workspace_index as wi
+
+    class Model:
+        async def wait(self):
+            return predictor
+
+    class Server:
+        client_supports_progress = False
+        model = Model()
+
+    index = wi.WorkspaceIndex(Server())
+    index.enabled = True
+    index.throttle.interval_s = 0.0
+    index.folders = {tmp_path.as_uri(): str(tmp_path)}
+    return index
+
+
 def test_changed_files_let_a_running_index_finish(tmp_path: Path, monkeypatch):
     """Saves while an index runs wait for it and re-index once after it (an autosave every few
     seconds used to stop each index of a large workspace before it was installed); a change of
@@ -317,21 +339,11 @@ def test_changed_files_let_a_running_index_finish(tmp_path: Path, monkeypatch):
         gate.wait(30)
         return WorkspaceFiles()
 
-    class Model:
-        async def wait(self):
-            return None  # the index ends at "model not loaded": the scheduling is under test
-
-    class Server:
-        client_supports_progress = False
-        model = Model()
-
     monkeypatch.setattr(wi, "read_workspace", slow_walk)
 
     async def scenario():
-        index = wi.WorkspaceIndex(Server())
-        index.enabled = True
-        index.throttle.interval_s = 0.0
-        index.folders = {tmp_path.as_uri(): str(tmp_path)}
+        # no model: the index ends at "model not loaded": the scheduling is under test
+        index = _index_without_a_server(tmp_path, predictor=None)
         try:
             index.request("initialized")
             await asyncio.sleep(0.1)
@@ -360,3 +372,43 @@ def test_changed_files_let_a_running_index_finish(tmp_path: Path, monkeypatch):
             index.shutdown()
 
     asyncio.run(scenario())
+
+
+def test_shutdown_during_an_index_logs_no_error(tmp_path: Path, monkeypatch, caplog):
+    """``shutdown`` while the walk runs (a large workspace: a few seconds) ended the index with
+    "workspace index failed" at ERROR (sent to the editor's log as ``window/logMessage``): the
+    counting step was scheduled on the executor ``shutdown`` had just closed."""
+    import laya_lsp.workspace_index as wi
+    from laya_lsp.workspace import WorkspaceFiles
+
+    gate = threading.Event()
+    counted: list[int] = []
+
+    def slow_walk(folders, stop=None):
+        gate.wait(30)
+        return WorkspaceFiles()
+
+    class Predictor:
+        def build_workspace(self, texts, paths=None):
+            counted.append(1)
+            return {}
+
+    monkeypatch.setattr(wi, "read_workspace", slow_walk)
+
+    async def scenario():
+        index = _index_without_a_server(tmp_path, Predictor())
+        try:
+            index.request("initialized")
+            await asyncio.sleep(0.1)
+            task = index._task
+            index.shutdown()  # what the server's shutdown handler does
+            gate.set()
+            await asyncio.wait_for(task, 5)
+        finally:
+            gate.set()
+
+    with caplog.at_level(logging.DEBUG, logger="laya_lsp"):
+        asyncio.run(scenario())
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == [], errors
+    assert counted == []  # nothing is counted after shutdown
