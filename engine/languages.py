@@ -40,7 +40,7 @@ PYTHON = Language(
         "finally for from global if import in is lambda nonlocal not or pass raise return try while "
         "with yield match case self cls"))
 JAVASCRIPT = Language(
-    "javascript", ("javascript", "javascriptreact"), (".js", ".mjs", ".cjs", ".jsx"),
+    "javascript", ("javascript", "javascriptreact", "js"), (".js", ".mjs", ".cjs", ".jsx"),
     _kw("await break case catch class const continue debugger default delete do else export extends "
         "false finally for function if import in instanceof let new null return super switch this "
         "throw true try typeof undefined var void while with yield async of static get set"),
@@ -61,7 +61,7 @@ RUST = Language(
         "loop match mod move mut pub ref return self Self static struct super trait true type unsafe "
         "use where while"))
 C = Language(
-    "c", ("c", "cpp", "objective-c"), (".c", ".h"),
+    "c", ("c", "cpp", "c++", "objective-c"), (".c", ".h"),
     _kw("auto break case char const continue default do double else enum extern float for goto if "
         "inline int long register restrict return short signed sizeof static struct switch typedef "
         "union unsigned void volatile while NULL"))
@@ -92,11 +92,14 @@ def for_path(path: str) -> Language:
 
 
 def for_document(language_id: str | None, uri: str = "") -> Language:
-    """The language of an open document: its LSP ``languageId``, else its extension."""
+    """The language of an open document: its LSP ``languageId``, else its extension; a code
+    file's extension wins over an id of another language (below)."""
     lang = _BY_ID.get((language_id or "").lower())
-    if lang is not None and lang is not PROSE:
-        return lang
-    # an unknown id, or "plaintext" from an editor that does not know the file's language: a
-    # code file's extension wins (``main.go`` sent as plaintext is Go)
     by_path = for_path(uri.split("?", 1)[0])
-    return by_path if lang is None or by_path in CODE_LANGUAGES else lang
+    # a code file's extension wins over an unknown id, over "plaintext" from an editor that does
+    # not know the file's language (``main.go`` sent as plaintext is Go), and over another code
+    # language's id: Emacs' eglot (1.9) sends one languageId for every buffer of a server, so
+    # with ``((python-mode js-mode) . ("laya-lsp"))`` a ``.js`` file comes as "python"
+    if by_path in CODE_LANGUAGES:
+        return by_path
+    return lang if lang is not None else by_path

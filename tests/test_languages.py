@@ -58,6 +58,14 @@ def test_language_from_id_then_extension():
     assert languages.for_document("plaintext", "file:///a/b/main.go").name == "go"
     assert languages.for_document(None, "file:///a/types.d.ts") is languages.UNKNOWN
     assert languages.for_document("cobol", "file:///a/x.cbl") is languages.UNKNOWN
+    # Emacs' eglot names its major mode: js-mode sends "js", c++-mode "c++" (C++ gets C's filter)
+    assert languages.for_document("js").name == "javascript"
+    assert languages.for_document("c++", "file:///a/x.cpp").name == "c"
+    # eglot 1.9 sends one languageId for all of a server's buffers: a code file's extension wins
+    assert languages.for_document("python", "file:///a/app.js").name == "javascript"
+    assert languages.for_document("python", "untitled:Untitled-1").name == "python"
+    assert languages.for_document("markdown", "file:///a/README.md") is languages.PROSE
+    assert languages.for_document("python", "file:///a/notes.txt").name == "python"
 
 
 def test_unknown_language_gets_document_words_only(predictor):

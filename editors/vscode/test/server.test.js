@@ -30,7 +30,8 @@ function optionsFor(settings = {}) {
 
 // Start a server and initialize it as the extension would; collects what the server sends.
 async function session(settings) {
-  const proc = cp.spawn(SERVER, [], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, HF_HUB_OFFLINE: '1' } });
+  // vscode-languageclient appends --stdio to the command's args for TransportKind.stdio
+  const proc = cp.spawn(SERVER, ['--stdio'], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, HF_HUB_OFFLINE: '1' } });
   let stderr = '';
   proc.stderr.on('data', (d) => { stderr += d; });
   const exited = new Promise((resolve) => proc.on('exit', (code) => resolve(code)));
