@@ -67,7 +67,8 @@ C = Language(
         "union unsigned void volatile while NULL"))
 
 PROSE = Language(
-    "prose", ("markdown", "plaintext", "restructuredtext", "git-commit", "text", "asciidoc", "org"),
+    "prose", ("markdown", "plaintext", "restructuredtext", "rst", "git-commit", "gitcommit", "scminput", "text",
+              "asciidoc", "org"),
     (".md", ".markdown", ".rst", ".txt", ".adoc", ".org"), frozenset())
 """English prose (the typing variant, ``configs/typing.toml``): Markdown, plain text, reST, commit
 messages. The code model has no lexicon for it; the typing model has only this one."""

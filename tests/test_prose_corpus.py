@@ -59,6 +59,9 @@ def test_shipped_manifest_is_pinned_and_permissive():
 
 def test_prose_documents_and_words():
     assert languages.for_document("markdown") is languages.PROSE
+    # Neovim's filetypes (gitcommit, rst) and VS Code's commit message box (scminput)
+    for language_id in ("gitcommit", "git-commit", "rst", "scminput"):
+        assert languages.for_document(language_id, "file:///repo/.git/COMMIT_EDITMSG") is languages.PROSE
     assert languages.for_document(None, "file:///x/notes.txt") is languages.PROSE
     assert languages.PROSE not in languages.CODE_LANGUAGES
     assert [w for _, w in targets("It's a fine day, isn't it? Go 2 go.", "prose")] == \

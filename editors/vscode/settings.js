@@ -7,7 +7,8 @@ const fs = require('fs');
 const path = require('path');
 
 // Completions in saved files and in new, unsaved ones (`untitled:`), any language.
-const DOCUMENT_SELECTOR = [{ scheme: 'file' }, { scheme: 'untitled' }];
+// vscode-scm: the Source Control view's commit message box (language scminput: prose)
+const DOCUMENT_SELECTOR = [{ scheme: 'file' }, { scheme: 'untitled' }, { scheme: 'vscode-scm' }];
 
 // The settings package.json declares (`declared`: contributes.configuration.properties) are the
 // option list; laya.serverPath is this extension's own. `get(name)` reads a setting; unset ones

@@ -110,6 +110,16 @@ describe('laya-lsp with the VS Code extension\'s initialize params', { skip, tim
     }
   });
 
+  test('the commit message box (vscode-scm, scminput) gets prose words', async () => {
+    const uri = 'vscode-scm:git/scm0/input?rootUri%3Dfile%253A%252F%252F%252Ftmp%252Frepo';
+    await s.conn.sendNotification(rpc.DidOpenTextDocumentNotification.type, { textDocument: {
+      uri, languageId: 'scminput', version: 1, text: 'Fix the parser so that it handles the documentation of the par' } });
+    const list = await complete(s, uri, 0, 62);
+    const labels = (Array.isArray(list) ? list : list.items).map((i) => i.label);
+    assert.ok(labels.length > 0 && labels.every((l) => l.startsWith('par')), labels.join(', '));
+    assert.ok(labels.includes('parser'), labels.join(', '));
+  });
+
   test('typing on: an incremental change, then a completion at the new cursor', async () => {
     const uri = await open(s, 'import json\n\n');
     await s.conn.sendNotification(rpc.DidChangeTextDocumentNotification.type, {
@@ -167,7 +177,7 @@ describe('settings the user changed', { skip, timeout: 180_000 }, () => {
 
 describe('what extension.js starts', () => {
   test('the document selector serves saved and untitled documents', () => {
-    assert.deepEqual(DOCUMENT_SELECTOR.map((d) => d.scheme).sort(), ['file', 'untitled']);
+    assert.deepEqual(DOCUMENT_SELECTOR.map((d) => d.scheme).sort(), ['file', 'untitled', 'vscode-scm']);
   });
 
   test('a serverPath that names nothing runnable is found before starting', () => {
