@@ -74,17 +74,25 @@ def show_problems(ls: LayaServer, problems: list[str], source: str) -> None:
             message=f"Laya: problems in {source} (the rest apply): " + "; ".join(problems)))
 
 
+CLIENT_ONLY = frozenset({"serverPath"})
+"""Settings of the ``laya`` section that an editor client keeps for itself (VS Code's extension:
+which ``laya-lsp`` to start): not options of the server, so not reported as unknown ones."""
+
+
 def section_of(settings: Any) -> Any:
-    """Laya's options in a pushed ``settings`` value, or None when it holds none.
+    """Laya's options in a pushed (or pulled) ``settings`` value, or None when it holds none.
 
     ``{"laya": {...}}`` gives the inner object; otherwise the keys that are not other servers'
     sections (an object under a name that is no option) are taken as the options themselves.
+    The client's own settings (:data:`CLIENT_ONLY`) are left out.
     """
     if not isinstance(settings, dict):
         return settings  # parse_options reports a value that is not an object
     if SECTION in settings:
-        return settings[SECTION]
-    options = {k: v for k, v in settings.items() if not (isinstance(v, dict) and k not in OPTION_NAMES)}
+        inner = settings[SECTION]
+        return {k: v for k, v in inner.items() if k not in CLIENT_ONLY} if isinstance(inner, dict) else inner
+    options = {k: v for k, v in settings.items()
+               if not (isinstance(v, dict) and k not in OPTION_NAMES) and k not in CLIENT_ONLY}
     return options or None
 
 
@@ -113,7 +121,7 @@ async def did_change_configuration(ls: LayaServer, params: types.DidChangeConfig
         log.debug("workspace/configuration answer dropped: a newer change came meanwhile")
         return
     if raw is not None:
-        apply(ls, raw, f"the {SECTION!r} settings")
+        apply(ls, section_of({SECTION: raw}), f"the {SECTION!r} settings")
 
 
 async def pull(ls: LayaServer) -> Any:

@@ -88,3 +88,6 @@ def test_settings_section_of_pushed_settings():
     assert section_of({"maxItems": {"nested": 1}}) == {"maxItems": {"nested": 1}}  # reported as bad
     assert section_of({"pylsp": {"plugins": {}}}) is None
     assert section_of({"laya": None}) is None
+    # VS Code's laya.serverPath is the extension's own setting: no "unknown option" for it
+    assert section_of({"laya": {"serverPath": "/venv/bin/laya-lsp", "maxItems": 2}}) == {"maxItems": 2}
+    assert section_of({"serverPath": "/venv/bin/laya-lsp"}) is None
