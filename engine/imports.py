@@ -333,8 +333,12 @@ def module_name_at(text: str) -> str | None:
     start = text.rfind("\n") + 1
     m = _MODULE_AT.search(text[start:])
     # the line so far holds no quote and no "#" (the pattern allows none), so the end of the text
-    # is in a string exactly when the line's start is: scan the lines above once per line
-    return m.group(1) if m and not _in_triple_quoted_above(text[:start]) else None
+    # is in a string exactly when the line's start is: scan the lines above once per line. The
+    # length rule is the whole text's (in_triple_quoted): a text cut at QUOTE_SCAN_MAX may start
+    # inside a string, and so may the lines above its last one, which are always shorter
+    if m is None or (len(text) < QUOTE_SCAN_MAX and _in_triple_quoted_above(text[:start])):
+        return None
+    return m.group(1)
 
 
 QUOTE_SCAN_MAX = 64 * 1024

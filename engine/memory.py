@@ -12,7 +12,6 @@ have no such call.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import sys
 
 _trim = None  # glibc's malloc_trim, looked up once; False when there is none
@@ -25,8 +24,8 @@ def release_free_heap() -> bool:
     if _trim is None:
         _trim = False
         if sys.platform.startswith("linux"):
-            try:
-                fn = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+            try:  # the process's own symbols: libc is loaded (find_library would run ldconfig)
+                fn = ctypes.CDLL(None).malloc_trim
                 fn.argtypes, fn.restype = [ctypes.c_size_t], ctypes.c_int
                 _trim = fn
             except (OSError, AttributeError):  # not glibc

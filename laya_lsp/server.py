@@ -205,7 +205,7 @@ def on_initialize(ls: LayaServer, params: types.InitializeParams) -> None:
     for problem in ls.option_problems:
         log.warning("initializationOptions: %s", problem)
     if ls.options.enable_inline and types.TEXT_DOCUMENT_INLINE_COMPLETION not in ls.protocol.fm.features:
-        # registered once per process: a TCP server is initialized again by each new connection
+        # registered once per process (a feature cannot be registered twice)
         ls.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, inline.OPTIONS)(inline.inline_completion)
     client = params.client_info.name if params.client_info else "unknown client"
     log.info("initialize from %s; options %s", client, ls.options)
@@ -259,7 +259,9 @@ def did_change(ls: LayaServer, params: types.DidChangeTextDocumentParams) -> Non
     uri = params.text_document.uri
     ls.sequencer.edited(uri)
     doc = ls.open_document(uri)
-    if doc is not None and params.content_changes:
+    if doc is None:  # not open (ignored by the workspace): nothing to count, and no throttle entry
+        return  # for its URI (one was kept per such URI for good)
+    if params.content_changes:
         cursor = position_after_change(params.content_changes[-1], doc)
         if cursor is None:
             ls.typing_at.pop(uri, None)

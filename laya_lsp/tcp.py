@@ -38,6 +38,9 @@ class StreamReader:
         except ValueError:  # longer than LINE_LIMIT: no LSP header is; drop it and go on
             log.warning("skipping a header line over %d bytes", LINE_LIMIT)
             return b"X-Skipped: line too long\r\n"
+        except ConnectionError as e:  # reset by the peer (an editor killed): the end of the session
+            log.info("the connection was lost: %s", e)
+            return b""
         return canonical_header(line)
 
     async def readexactly(self, n: int) -> bytes:
@@ -46,6 +49,9 @@ class StreamReader:
             return await self.stream.readexactly(n)
         except asyncio.IncompleteReadError as e:
             return e.partial
+        except ConnectionError as e:
+            log.info("the connection was lost: %s", e)
+            return b""
 
 
 def start_tcp(server, host: str, port: int) -> None:
@@ -66,11 +72,13 @@ def start_tcp(server, host: str, port: int) -> None:
             return
         serving.append(peer)
         log.debug("connected to %s", peer)
-        server.protocol.set_writer(writer)
-        await run_async(stop_event=stop_event, reader=StreamReader(reader), protocol=server.protocol,
-                        logger=log, error_handler=server.report_server_error)
-        log.debug("the session of %s ended", peer)
-        server.shutdown()
+        try:
+            server.protocol.set_writer(writer)
+            await run_async(stop_event=stop_event, reader=StreamReader(reader), protocol=server.protocol,
+                            logger=log, error_handler=server.report_server_error)
+            log.debug("the session of %s ended", peer)
+        finally:  # however it ended: else the server, refusing every new connection, ran on forever
+            server.shutdown()
 
     async def serve() -> None:
         server._server = await asyncio.start_server(connection, host, port, limit=LINE_LIMIT)

@@ -71,18 +71,26 @@ class WorkspaceFiles:
 
 
 MAX_PATTERN_STARS = 3
-"""Most ``*`` wildcards in one path segment of a ``.gitignore`` pattern (a segment that is just
-``**`` does not count). pathspec matches with backtracking regular expressions, exponential in
-that number: ``a*a*a*a*a*a*a*a*a*a*b`` against a 40-letter file name took 10 s, holding the GIL,
-so every completion waited on it (a cloned repository could freeze the server); with 3, a check
-costs at most ~10 ms on a 255-character name. A line with more is dropped with a warning (the
-files it would ignore are read)."""
+"""Most ``*`` wildcards in one ``.gitignore`` pattern, all its path segments together (a segment
+that is just ``**`` counts as one). pathspec matches with backtracking regular expressions,
+exponential in that number: ``a*a*a*a*a*a*a*a*a*a*b`` against a 40-letter file name took 10 s,
+holding the GIL, so every completion waited on it (a cloned repository could freeze the server).
+Counting per segment was not enough: the wildcards of different segments multiply too
+(``**/a*a*a*/**/a*a*a*/**/a*a*a*/b``, 3 per segment, took 2.2 s against a 30-deep path, and
+``**/a/**/a/**/a/**/a/**/a/**/a/**/a/**/a/b`` 9.5 s against a 40-deep one). With 3 in all, a
+check costs at most ~10 ms on a 255-character name (``**/a/**/a/**/a/b`` 3 ms on a 64-deep
+path). A line with more is dropped with a warning (the files it would ignore are read)."""
 _STAR = re.compile(r"(?<!\\)\*")
 
 
+def _wildcards(line: str) -> int:
+    """The ``*`` wildcards of a ``.gitignore`` line (a ``**`` segment counts once)."""
+    return sum(1 if seg == "**" else len(_STAR.findall(seg)) for seg in line.strip().split("/"))
+
+
 def _costly(line: str) -> bool:
-    """Whether a ``.gitignore`` line has more than :data:`MAX_PATTERN_STARS` wildcards in a segment."""
-    return any(seg != "**" and len(_STAR.findall(seg)) > MAX_PATTERN_STARS for seg in line.strip().split("/"))
+    """Whether a ``.gitignore`` line has more than :data:`MAX_PATTERN_STARS` wildcards."""
+    return _wildcards(line) > MAX_PATTERN_STARS
 
 
 def _specs(lines: list[str]) -> tuple[pathspec.GitIgnoreSpec, pathspec.PathSpec]:
@@ -93,7 +101,7 @@ def _specs(lines: list[str]) -> tuple[pathspec.GitIgnoreSpec, pathspec.PathSpec]
     A line too costly to match (:data:`MAX_PATTERN_STARS`) is dropped too, with a warning."""
     if any(map(_costly, lines)):
         for line in filter(_costly, lines):
-            log.warning("workspace: .gitignore line %r dropped (over %d wildcards in a segment: "
+            log.warning("workspace: .gitignore line %r dropped (over %d wildcards: "
                         "too slow to match)", line[:200], MAX_PATTERN_STARS)
         lines = [line for line in lines if not _costly(line)]
     try:

@@ -225,7 +225,12 @@ class WorkspaceIndex:
         self.enabled = enabled
         if enabled:
             self.throttle.cancel("workspace")  # index at once, not at the end of the last interval
-            self.start()
+            if self.folders:
+                # supersede: an index still under way was stopped when the option went off; a plain
+                # request would wait for it, and a superseded index runs no follow-up (off then on
+                # during an index left the workspace unindexed)
+                self.request("workspaceIndex turned on", supersede=True)
+                self._watch()
             return
         self.generation += 1  # an index under way ends at its next check and installs nothing
         self._stop.set()

@@ -33,6 +33,31 @@ def test_did_change_of_a_document_that_is_not_open_is_no_server_error():
         assert s.exit() == 0
 
 
+def test_did_change_of_documents_that_are_not_open_leaves_no_bookkeeping():
+    """Each ``didChange`` for a URI not open left an entry in the document-count throttle for
+    good (a client sending changes for documents it never opened grew the server without end)."""
+    import time
+
+    from tests.lsp_raw import InProcessServer
+
+    s = InProcessServer()
+    try:
+        s.initialize({})
+        edit = {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+                "text": "x"}
+        for k in range(20):
+            s.notify("textDocument/didChange", {"textDocument": {"uri": f"file:///tmp/laya-never/{k}.py",
+                                                                 "version": 2}, "contentChanges": [edit]})
+        uri = "file:///tmp/laya-s5-open.py"
+        s.open(uri, "handler_function = 1\nhandler_f")
+        s.complete_until(uri, 1, 9, "handler_function")
+        time.sleep(0.2)
+        assert [k for k in s.ls.observer._last if "laya-never" in k] == []
+        assert s.ls.sequencer.entries() == 2
+    finally:
+        s.close()
+
+
 def _errors(s) -> list[str]:
     """The ERROR messages the server sent the editor (log and pop-up)."""
     return [m["params"]["message"] for m in s.messages
@@ -166,6 +191,33 @@ def test_a_second_tcp_connection_does_not_take_over_the_session():
         proc.wait()
 
 
+def test_a_reset_tcp_connection_ends_the_server():
+    """An editor killed mid-session resets its connection (RST, not FIN): ``readline`` raised
+    ``ConnectionResetError`` out of the session, so the server never shut down, and it refused
+    every later connection as "under way": a process left running for good."""
+    import socket
+    import struct
+    import subprocess
+
+    port = _free_port()
+    proc = _tcp_server(port)
+    try:
+        client = _tcp_client(port)
+        client.initialize()
+        client._in.close()  # the reader thread's file and the socket stay; close them all at once
+        client.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        client.sock.shutdown(socket.SHUT_RD)
+        client._out.close()
+        client.sock.close()  # with linger 0: a reset
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("the server ran on after its connection was reset") from None
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_tcp_reads_a_lowercase_content_length_header():
     """Header names are case-insensitive; stdio took ``content-length:``, TCP waited forever."""
     import json
@@ -195,6 +247,31 @@ def test_a_pathological_gitignore_line_cannot_freeze_the_workspace_walk(tmp_path
 
     (tmp_path / ".gitignore").write_text("a*a*a*a*a*a*a*a*a*a*a*a*b\nsecret_*.py\n")
     (tmp_path / ("a" * 40 + ".py")).write_text("kept_identifier = 1\n")
+    (tmp_path / "secret_notes.py").write_text("hidden_identifier = 1\n")
+    t0 = time.monotonic()
+    files = read_workspace([tmp_path])
+    assert time.monotonic() - t0 < 2.0
+    texts = [t for ts in files.texts.values() for t in ts]
+    assert texts == ["kept_identifier = 1\n"]
+
+
+def test_gitignore_wildcards_of_several_segments_count_together(tmp_path: Path):
+    """The wildcards of different segments multiply as well: 3 per segment passed the check per
+    segment, and ``**/a*a*a*/**/a*a*a*/**/a*a*a*/b`` took seconds per path of a 30-deep folder
+    chain (each folder of the walk is checked). Counted over the whole line (``**`` once), such a
+    line is dropped; lines of common shape stay."""
+    import time
+
+    from laya_lsp.workspace import _costly, read_workspace
+
+    for line in ("*.py[cod]", "**/node_modules/**", "**/build/**/*.o", "a*a*a*b", "secret_*.py"):
+        assert not _costly(line), line
+    for line in ("**/a*a*a*/**/a*a*a*/**/a*a*a*/b", "**/a/**/a/**/a/**/a/b", "**/a*a*/**/b"):
+        assert _costly(line), line
+    (tmp_path / ".gitignore").write_text("**/a*a*a*/**/a*a*a*/**/a*a*a*/b\nsecret_*.py\n")
+    deep = tmp_path.joinpath(*["a" * 8] * 30)
+    deep.mkdir(parents=True)
+    (deep / "kept.py").write_text("kept_identifier = 1\n")
     (tmp_path / "secret_notes.py").write_text("hidden_identifier = 1\n")
     t0 = time.monotonic()
     files = read_workspace([tmp_path])

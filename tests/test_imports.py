@@ -263,3 +263,21 @@ def test_module_name_at_remembers_the_lines_above_but_never_a_stale_answer():
     # the same lines with the first quotes made a comment: the last ones now open a string
     assert module_name_at(closed.replace('"""Docs.', "# Docs.", 1) + "from ") is None
     assert module_name_at(inside.replace('"""Docs.', "# Docs.", 1) + "from ") == ""
+
+
+def test_module_name_at_in_a_text_cut_by_the_servers_limit_counts_as_code():
+    """The server hands at most ``QUOTE_SCAN_MAX`` characters before the cursor; a long file's
+    prefix cut inside a docstring starts with that docstring's closing quotes, so pairing them
+    would put every later line inside a string. Such a text counts as code, as in
+    :func:`in_triple_quoted`; scanning only the lines above the cursor's line (always shorter
+    than the limit) lost that rule, and an import line of a long file got no module names."""
+    from engine.imports import QUOTE_SCAN_MAX, module_name_at
+
+    line = "    from os."
+    start = 'the rest of a docstring, cut by the limit\n"""\n'
+    filler = "x = 1\n" * ((QUOTE_SCAN_MAX - len(start) - len(line) - 100) // 6)
+    above = start + filler
+    text = above + "#" * (QUOTE_SCAN_MAX - len(above) - len(line) - 1) + "\n" + line
+    assert len(text) == QUOTE_SCAN_MAX
+    assert module_name_at(text) == "os."
+    assert module_name_at(text[1:]) is None  # under the limit: the quotes are paired

@@ -412,3 +412,56 @@ def test_shutdown_during_an_index_logs_no_error(tmp_path: Path, monkeypatch, cap
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert errors == [], errors
     assert counted == []  # nothing is counted after shutdown
+
+
+def test_workspace_index_off_then_on_during_an_index_indexes_again(tmp_path: Path, monkeypatch):
+    """``workspaceIndex`` turned off and on again (two settings changes) while an index ran: the
+    request of the "on" waited for the running index, which the "off" had superseded, and a
+    superseded index runs no follow-up, so the workspace stayed unindexed until a save."""
+    import laya_lsp.workspace_index as wi
+    from laya_lsp.workspace import WorkspaceFiles
+
+    gate = threading.Event()
+    walks: list[int] = []
+    built: list[int] = []
+
+    def slow_walk(folders, stop=None):
+        walks.append(1)
+        gate.wait(30)
+        return WorkspaceFiles()
+
+    class Predictor:
+        def build_workspace(self, texts, paths=None):
+            built.append(1)
+            return {}
+
+        def set_workspace(self, merged):
+            pass
+
+    class Bridge:
+        def submit_background(self, fn, *args):
+            fn(*args)
+
+    monkeypatch.setattr(wi, "read_workspace", slow_walk)
+
+    async def scenario():
+        index = _index_without_a_server(tmp_path, Predictor())
+        index.ls.bridge = Bridge()
+        index.ls.client_capabilities = None
+        index.ls.model.predictor = None
+        try:
+            index.request("initialized")
+            await asyncio.sleep(0.1)
+            index.set_enabled(False)
+            index.set_enabled(True)
+            gate.set()
+            deadline = time.monotonic() + 10
+            while not built:
+                assert time.monotonic() < deadline, f"no index after turning it on again ({len(walks)} walks)"
+                await asyncio.sleep(0.05)
+        finally:
+            gate.set()
+            index.shutdown()
+
+    asyncio.run(scenario())
+    assert len(walks) == 2
