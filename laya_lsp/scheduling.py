@@ -50,7 +50,14 @@ class Sequencer:
     dict lookup, atomic under the GIL).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, open_only: bool = True) -> None:
+        """
+        Args:
+            open_only: only opened keys get tickets that can be current (the language server's
+                documents). False: any key can, with no :meth:`opened` first (the HTTP service's
+                named clients, ``laya_serve.app``: one entry per client name).
+        """
+        self.open_only = open_only
         self._clock = itertools.count(1)
         self._edits: dict[str, int] = {}
         self._requests: dict[tuple[str, str], int] = {}
@@ -74,7 +81,7 @@ class Sequencer:
         """
         key = unquote(uri)
         n = next(self._clock)
-        if key in self._edits:
+        if key in self._edits or not self.open_only:
             self._requests[(key, kind)] = n
         return Ticket(uri, kind, self._edits.get(key), n)
 
@@ -82,7 +89,7 @@ class Sequencer:
         """True while the document is open and no edit and no newer request of its kind has come
         for it."""
         key = unquote(ticket.uri)
-        return (ticket.edit is not None and self._edits.get(key) == ticket.edit
+        return ((ticket.edit is not None or not self.open_only) and self._edits.get(key) == ticket.edit
                 and self._requests.get((key, ticket.kind)) == ticket.request)
 
     def forget(self, uri: str) -> None:

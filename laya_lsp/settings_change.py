@@ -168,7 +168,7 @@ def apply(ls: LayaServer, raw: Any, source: str) -> None:
     restart = [name for name in changed
                if name not in live and getattr(requested, name) != getattr(ls.options, name)]
     before, ls.options = ls.options, replace(ls.options, **live)
-    log.info("%s changed %s", source,
+    log.info("%s asked for %s", source,
              ", ".join(f"{OPTION_NAME[n]}={getattr(requested, n)!r}" for n in changed))
     _take_effect(ls, before, ls.options)
     if restart:

@@ -65,7 +65,7 @@ def make_app(bridge: EngineBridge, generator: Generator, config: ServiceConfig |
         config: limits and security settings.
     """
     cfg = config or ServiceConfig()
-    seq = Sequencer()
+    seq = Sequencer(open_only=False)  # named clients: no document to open first
     loopback = is_loopback(cfg.host)
 
     def origin_allowed(origin: str) -> bool:

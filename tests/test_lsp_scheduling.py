@@ -177,3 +177,14 @@ def test_documents_not_open_get_stale_tickets_and_no_entries():
     assert seq.entries() == 0
     assert not seq.is_current(seq.ticket("file:///a%20b.py", COMPLETION))
     assert seq.entries() == 0
+
+
+def test_named_clients_need_no_open_document():
+    """The HTTP service's sequencer (``open_only=False``): any client name takes current tickets,
+    and a newer request of the same client supersedes the older one (``laya_serve.app``)."""
+    seq = Sequencer(open_only=False)
+    first = seq.ticket("editor-1", COMPLETION)
+    assert seq.is_current(first)
+    other = seq.ticket("editor-2", COMPLETION)
+    second = seq.ticket("editor-1", COMPLETION)
+    assert not seq.is_current(first) and seq.is_current(second) and seq.is_current(other)
