@@ -22,7 +22,7 @@ from pygls.workspace.position_codec import PositionCodec
 
 from laya_lsp.text_document import LspTextDocument
 from test_nvim_client import NVIM
-from test_nvim_typing import LAYA_LSP, README, readme_setup
+from test_nvim_typing import LAYA_LSP, OPEN_AND_WARM, README, readme_setup
 from test_nvim_typing import pytestmark as needs_nvim  # skipped, saying why, without Neovim
 
 PY = '''import json
@@ -59,25 +59,7 @@ local function finish(err)
   vim.fn.writefile({ vim.json.encode(out) }, P.out)
   vim.cmd('qa!')
 end
-local ok, err = pcall(function()
-  vim.cmd.edit(vim.fn.fnameescape(P.file))
-  local client
-  if not vim.wait(P.attach_ms, function()
-    client = vim.lsp.get_clients({ bufnr = 0, name = 'laya' })[1]
-    return client ~= nil and client.initialized == true
-  end, 50) then
-    error('the laya client did not attach within ' .. P.attach_ms .. ' ms')
-  end
-  local params = vim.lsp.util.make_position_params(0, client.offset_encoding)
-  vim.lsp.buf_request_sync(0, 'textDocument/completion', params, P.attach_ms) -- model loaded
-  vim.bo.autoindent, vim.bo.smartindent, vim.bo.indentexpr = false, false, ''
-  vim.api.nvim_win_set_cursor(0, { vim.api.nvim_buf_line_count(0), 0 })
-end)
-if not ok then
-  finish(tostring(err))
-  return
-end
-local i = 0
+""" + OPEN_AND_WARM + r"""local i = 0
 local function step()
   i = i + 1
   local key = P.keys[i]

@@ -76,20 +76,7 @@ MENU_CHECKS = [
 
 ACCEPT_LINE = "        y = self.sc"  # typed, then <C-n><C-y>: the first item replaces "sc"
 
-HARNESS = r"""
-local P = vim.json.decode(table.concat(vim.fn.readfile(vim.env.LAYA_NVIM_TYPING), '\n'))
-local out = { snaps = {} }
-
-local function finish(err)
-  out.error = err
-  out.lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
-  out.completeopt = vim.o.completeopt
-  vim.fn.writefile({ vim.json.encode(out) }, P.out)
-  vim.cmd('qa!')
-end
-
-local ok, err = pcall(function()
-  vim.lsp.log.set_level('info')
+OPEN_AND_WARM = r"""local ok, err = pcall(function()
   vim.cmd.edit(vim.fn.fnameescape(P.file))
   local client
   local attached = vim.wait(P.attach_ms, function()
@@ -110,7 +97,24 @@ if not ok then
   finish(tostring(err))
   return
 end
+"""
+"""Lua (needs ``finish`` and ``P``): open ``P.file``, wait for the laya client, let the first answer
+load the model, and put the cursor at the start of the last line with no auto-indent."""
 
+HARNESS = r"""
+local P = vim.json.decode(table.concat(vim.fn.readfile(vim.env.LAYA_NVIM_TYPING), '\n'))
+local out = { snaps = {} }
+
+local function finish(err)
+  out.error = err
+  out.lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+  out.completeopt = vim.o.completeopt
+  vim.fn.writefile({ vim.json.encode(out) }, P.out)
+  vim.cmd('qa!')
+end
+
+vim.lsp.log.set_level('info')
+""" + OPEN_AND_WARM + r"""
 vim.api.nvim_input('A') -- insert mode at the end of the last line, as a user would start
 local i = 0
 local function step()
