@@ -45,10 +45,10 @@ def is_other_mlx_lm_folder(path: str | None) -> bool:
     model reports the file at fault."""
     if not path:
         return False
-    folder = Path(path).expanduser()
     try:
+        folder = Path(path).expanduser()  # RuntimeError: ``~user`` names no user
         config = json.loads((folder / "config.json").read_text("utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RuntimeError):
         return False
     if not isinstance(config, dict) or "model_type" not in config:
         return False

@@ -1,8 +1,8 @@
 """Every place where Laya departs from, or works around, pygls: the JSON-RPC and LSP rules in one layer.
 
-A message's path: bytes -> ``json.loads`` with :meth:`LayaProtocol.structure_message` (a request
-that cannot be typed strictly becomes a :class:`Malformed`) -> :meth:`LayaProtocol.handle_message`
-(lifecycle gate: -32002 before ``initialize``, -32600 after ``shutdown``) -> pygls's dispatch.
+A message's path: bytes -> ``json.loads`` -> :meth:`LayaProtocol.handle_message`: typed strictly by
+:meth:`LayaProtocol.type_message` (a request that does not fit becomes a :class:`Malformed`), then the
+lifecycle gate (-32002 before ``initialize``, -32600 after ``shutdown``) -> pygls's dispatch.
 Each deviation has a regression test in ``tests/test_protocol.py``; on a pygls upgrade, review
 this file and run those tests.
 """
@@ -180,10 +180,21 @@ class LayaProtocol(LanguageServerProtocol):
     # --- reading: strict typing ------------------------------------------------------------
 
     def structure_message(self, data: dict[str, Any]):
+        """Keep each JSON object as read; :meth:`handle_message` types the message itself.
+
+        ``json.loads`` calls this for every object, innermost first, and it cannot tell the
+        message from an object inside it: pygls typed every object with a ``jsonrpc`` key as a
+        message, so such a key anywhere in the params (``initializationOptions``, settings, an
+        added field) made the whole message malformed (a request got -32602, a ``didOpen`` or
+        ``didChange`` was dropped).
+        """
+        return data
+
+    def type_message(self, data: dict[str, Any]):
         """Type a message strictly; a request or notification that does not fit is a
         :class:`Malformed` (pygls raises out of ``json.loads`` and never answers it)."""
         if "jsonrpc" not in data:
-            return data  # a nested object (json.loads calls this for every dict, innermost first)
+            return data  # answered by the gate as no JSON-RPC 2.0 message
         if "method" not in data:
             if "result" not in data and "error" not in data:
                 return Malformed(data, JsonRpcInvalidRequest,
@@ -204,18 +215,23 @@ class LayaProtocol(LanguageServerProtocol):
             if message_type is None:  # unknown method: pygls answers MethodNotFound
                 return super().structure_message({"params": None, **data})  # params are optional
             message = self._converter.structure(data, message_type)
+            params = getattr(message, "params", None)
+            if params is not None and not _faithful(self._converter.unstructure(params), data.get("params")):
+                return Malformed(data, JsonRpcInvalidParams, "a value has the wrong type")
+        except RecursionError:  # params nested deeper than typing them goes (json.loads went)
+            return Malformed(data, JsonRpcInvalidParams, "the params are nested too deeply")
         except Exception as e:  # noqa: BLE001 - cattrs raises many kinds
             return Malformed(data, JsonRpcInvalidParams, _reason(e))
-        params = getattr(message, "params", None)
-        if params is not None and not _faithful(self._converter.unstructure(params), data.get("params")):
-            return Malformed(data, JsonRpcInvalidParams, "a value has the wrong type")
         return message
 
     # --- lifecycle gate --------------------------------------------------------------------
 
     def handle_message(self, message) -> None:
-        """Dispatch by lifecycle state; never raises (pygls would show the error to the user)."""
+        """Type (:meth:`type_message`), then dispatch by lifecycle state; never raises (pygls
+        would show the error to the user)."""
         try:
+            if isinstance(message, dict):
+                message = self.type_message(message)
             self._gate(message)
         except Exception:  # noqa: BLE001 - a bug of ours: log it, keep serving
             log.exception("failed to handle a message")

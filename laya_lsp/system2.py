@@ -141,8 +141,8 @@ class System2Runner:
         try:
             self.model = System2(path or default_path(), n_threads=threads)
             log.info("System 2: %s loaded (%d threads)", self.model.path, threads)
-        except System2Error as e:
-            self.error = str(e)
+        except (System2Error, RuntimeError) as e:  # RuntimeError: a ``~user`` that names no user
+            self.error = str(e) or type(e).__name__
             log.warning("System 2 is off: %s", e)
             if on_error is not None:
                 on_error(self.error)
