@@ -30,13 +30,14 @@ class KVSync:
                 None (the decision is the n-gram prior's; ``EngineConfig.prior_after_jump``);
                 else it prefills the short window at once.
             stats: counters to update (``forward_tokens``, ``shifts``, ``short_windows``,
-                ``stored_windows``, ``background_tokens``).
+                ``stored_windows``, ``background_tokens``, ``speculated_tokens``,
+                ``prefetched_tokens``).
         """
         self.backend = backend
         self.context_shift = context_shift
         self.stats = stats if stats is not None else {}
         for k in ("forward_tokens", "shifts", "short_windows", "stored_windows", "background_tokens",
-                  "speculated_tokens"):
+                  "speculated_tokens", "prefetched_tokens"):
             self.stats.setdefault(k, 0)
         self.cached: list[int] = []  # tokens in the KV cache; invariant: len == backend.offset
         self.windows = WindowStore()  # KV caches of windows left by a jump (engine.window_cache)
@@ -182,6 +183,51 @@ class KVSync:
         cached.extend(new)
         self.stats["forward_tokens"] += len(new)
         return h
+
+    def prefill(self, ctx: list[int], max_tokens: int = CHUNK_TOKENS) -> bool:
+        """Idle time: bring the KV cache toward holding ``ctx``, prefilling at most ``max_tokens``
+        tokens per call, so that the next decision at that context prefills (almost) nothing.
+
+        For the context at the cursor after an edit that no completion request followed yet (a
+        paste, a comment or a line break typed, an undo: ``Predictor.prefetch``). It keeps the
+        longest common prefix with the cache (after a context shift where the window slid, as
+        :meth:`sync` does), trims the rest and prefills up to the last token of ``ctx``, which is
+        left to the decision (it needs that token's hidden state). A full window pending behind
+        a short one is left to :meth:`advance` (nothing is done until it is done; once done it
+        replaces the short one here, as in :meth:`sync`).
+
+        Returns:
+            True while there is more to prefill.
+        """
+        pend = self.pending
+        if pend is not None:
+            if not pend.done:
+                return False
+            self.backend.swap(pend.state)
+            self.cached = pend.cached
+            self.pending = None
+        if self.speculated:
+            self._settle_speculation(ctx)
+        cached = self.cached
+        lcp = common_prefix(cached, ctx)
+        if self._shifts(lcp, len(ctx), len(cached)):
+            d = _find_shift(cached, ctx)
+            if d:
+                self.backend.shift(d)
+                del cached[:d]
+                self.stats["shifts"] += 1
+                lcp = common_prefix(cached, ctx)
+        target = len(ctx) - 1
+        if lcp >= target:
+            return False
+        if lcp < len(cached):
+            self.backend.trim(len(cached) - lcp)
+            del cached[lcp:]
+        chunk = ctx[lcp : min(target, lcp + max_tokens)]
+        self.backend.forward(chunk)
+        cached.extend(chunk)
+        self.stats["prefetched_tokens"] += len(chunk)
+        return len(cached) < target
 
     def _shifts(self, lcp: int, n_ctx: int, n_cached: int) -> bool:
         """Whether a sync looks for a context shift: little of the context is cached as it is."""

@@ -133,6 +133,10 @@ class Predictor:
         self._spec_word: str | None = None  # the identifier :meth:`idle_step` would prefill
         # speculative prefill in pauses (``LAYA_SPECULATE=0``: off, for side-by-side benchmarks)
         self.speculate = config.speculative_prefill and os.environ.get("LAYA_SPECULATE", "1") != "0"
+        self._prefetch_text: str | None = None  # context text :meth:`idle_step` should prefill
+        self._prefetch_ctx: list[int] | None = None  # its tokens, once computed
+        # prefill after edits no request followed (``LAYA_PREFETCH=0``: off, for side-by-side benchmarks)
+        self.prefetching = os.environ.get("LAYA_PREFETCH", "1") != "0"
         vocab = tokenizer.get_vocab()
         self._id_to_text = {i: t for t, i in vocab.items()}
         self.window.alternates = self.kv.windows.windows  # coming back keeps a stored window's start
@@ -199,7 +203,8 @@ class Predictor:
         """One step of work for a pause between keystrokes (the server's engine thread calls it
         when idle, ``engine.worker``); True while there is more to do.
 
-        First the full window behind a short one (:meth:`advance`); then, when
+        First the full window behind a short one (:meth:`advance`); then the window at the cursor
+        after an edit that no decision followed (:meth:`prefetch`); then, when
         ``speculative_prefill`` is on, the best identifier of the last decision is prefilled
         after its context (``KVSync.speculate``), so that when the user ends that word the next
         decision prefills only what follows it (the separator: one token instead of two or three).
@@ -214,13 +219,48 @@ class Predictor:
             release_free_heap()
             return True
         if self.kv.pending is not None and not self.kv.pending.done:
-            return self.advance()
+            # and once it is done, the next steps go on with what follows
+            return self.advance() or self._prefetch_text is not None or self._spec_word is not None
+        if self._prefetch_text is not None:
+            return self._prefetch_step()
         word, self._spec_word = self._spec_word, None
         if word is not None:  # set only by a decision with the network's context (``predict``)
             ids = self.tok.encode(word).ids
             if len(ids) <= MAX_WORD_TOKENS:
                 self.kv.speculate(ids)
         return False
+
+    def prefetch(self, prefix: str, doc_id: str) -> None:
+        """Engine thread: the user edited document ``doc_id`` and the cursor is at the end of
+        ``prefix`` (LF line ends), but no decision was asked for there yet (a paste, a comment or
+        a line break typed, an undo: an editor asks for completions on identifier keys only). The
+        next pauses prefill the context window there (:meth:`idle_step`, ``KVSync.prefill``), so
+        the decision at the next identifier key prefills a token or two instead of the whole
+        change, and answers from the full window instead of a short one.
+
+        Ignored for another document than the last decision's (a request for it resets the
+        engine), and where the context before the word at the cursor is the last decision's.
+        The next decision cancels it."""
+        if not self.prefetching or doc_id != self.doc_id:
+            return
+        typed = word_prefix(prefix)
+        ctx_text = prefix[: len(prefix) - len(typed)] if typed else prefix
+        if ctx_text == self._ctx_text:
+            self._prefetch_text = self._prefetch_ctx = None
+            return
+        self._prefetch_text, self._prefetch_ctx = ctx_text, None
+
+    def _prefetch_step(self) -> bool:
+        """One idle step of :meth:`prefetch`'s prefill; True while there is more to do."""
+        if self._prefetch_ctx is None:
+            self._prefetch_ctx = self.window.tokens(self._prefetch_text)
+            self._spec_word = None  # a speculation goes after the decision's context, not this one
+            return True
+        self._synced = False  # the cache no longer holds the last decision's context as it was
+        more = self.kv.prefill(self._prefetch_ctx)
+        if not more:
+            self._prefetch_text = self._prefetch_ctx = None
+        return more
 
     # ----------------------------------------------------------------- loading
     @classmethod
@@ -299,6 +339,7 @@ class Predictor:
         self._synced = False
         self._pool_doc = _NOT_BEGUN
         self._spec_word = None
+        self._prefetch_text = self._prefetch_ctx = None
         self._line_cache.clear()
         self._first_cache.clear()
         self.window.lines.d.clear()  # tokens of lines (up to LineCache.size): rebuilt as needed
@@ -543,6 +584,7 @@ class Predictor:
             return []
         typed = word_prefix(prefix)
         ctx_text = prefix[: len(prefix) - len(typed)] if typed else prefix
+        self._prefetch_text = self._prefetch_ctx = None  # this decision's context replaces it
         if doc_id is not None:
             self.doc_id = doc_id
             if language is not None:

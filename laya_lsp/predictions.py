@@ -8,6 +8,7 @@ client has since changed.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import logging
 from dataclasses import dataclass
@@ -109,3 +110,40 @@ def _predict_job(predictor: Any, sequencer: Sequencer, ticket: Ticket, ctx: Curs
         predictor.reset()  # the KV cache holds another document's context
     return predictor.predict(ctx.prefix, ctx.suffix, doc_id=ticket.uri, max_items=max_items,
                              want_line=want_line, stop=current_stop(), language=language)
+
+
+
+PREFETCH_AFTER_S = 0.02
+"""Quiet time after an edit before :func:`prefetch_after_change` cuts the context at the cursor
+(~60 us on the event loop for a 12 KB document, ~0.4 ms for a 2.4 MB one): a completion request
+that follows the edit at once (an identifier key) gets there first and needs no prefetch."""
+
+
+def prefetch_after_change(ls: LayaServer, uri: str) -> None:
+    """After an edit of ``uri`` (the cursor now at ``ls.typing_at[uri]``, client units): once
+    ``PREFETCH_AFTER_S`` pass with no other edit, let the engine prefill the context window at
+    the cursor in its next pause (``Predictor.prefetch``), so the next completion after a paste,
+    a comment or a line break prefills a token or two instead of the whole change, and answers
+    from the full window. Only the latest edit's cursor counts (one timer per server). Nothing
+    is done while the document's model is loading or for a cursor past the end; the engine job
+    only records the context, and the prefill runs in idle steps, which any request interrupts."""
+    if ls.prefetch_timer is not None:
+        ls.prefetch_timer.cancel()
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # called outside the server's event loop (a handler called directly)
+        return
+    ls.prefetch_timer = loop.call_later(PREFETCH_AFTER_S, _prefetch, ls, uri)
+
+
+def _prefetch(ls: LayaServer, uri: str) -> None:
+    ls.prefetch_timer = None
+    doc, cursor = ls.open_document(uri), ls.typing_at.get(uri)
+    if doc is None or cursor is None:
+        return
+    predictor = ls.loaded_predictor_for(languages.for_document(doc.language_id, uri).name)
+    if predictor is None or not getattr(predictor, "prefetching", False):
+        return
+    ctx = cursor_context(doc, cursor)
+    if ctx is not None:
+        ls.bridge.submit_background(predictor.prefetch, ctx.prefix, uri)

@@ -22,8 +22,8 @@ from pygls.workspace import TextDocument
 
 from engine import languages
 
-from . import (__version__, completion, http_service, inline, logging_setup, protocol, settings_change,
-               system2, workspace_index)
+from . import (__version__, completion, http_service, inline, logging_setup, predictions, protocol,
+               settings_change, system2, workspace_index)
 from .config import InitializationOptions, parse_options
 from .documents import clamp_position, document_head, normalize_newlines, position_after_change
 from .inline_model import InlineModel
@@ -73,6 +73,8 @@ class LayaServer(LanguageServer):
         self.typing_at: dict[str, types.Position] = {}
         """Per document, where its last edit left the cursor (client units): the word there is
         left out of the document's n-gram until the user moves on (it is likely half typed)."""
+        self.prefetch_timer: asyncio.TimerHandle | None = None
+        """The pending ``predictions.prefetch_after_change`` of the latest edit."""
         self.http: http_service.HttpSettings | None = None
         """The in-process HTTP completion service to start (``laya-lsp --http``), if any."""
         self.http_runner = None
@@ -239,6 +241,8 @@ async def on_initialized(ls: LayaServer, params: types.InitializedParams) -> Non
 
 
 def on_shutdown(ls: LayaServer, params: None) -> None:
+    if ls.prefetch_timer is not None:
+        ls.prefetch_timer.cancel()
     ls.workspace_index.shutdown()
     ls.system2.shutdown()
     ls.bridge.shutdown()
@@ -267,6 +271,7 @@ def did_change(ls: LayaServer, params: types.DidChangeTextDocumentParams) -> Non
             ls.typing_at.pop(uri, None)
         else:
             ls.typing_at[uri] = cursor
+            predictions.prefetch_after_change(ls, uri)
             if ls.system2.enabled:
                 try:
                     system2.after_change(ls.system2, uri, doc, params.content_changes, cursor,

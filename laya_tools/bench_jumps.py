@@ -12,7 +12,7 @@ to take it in: two identical servers in a fixed order measured 4.6 / 6.6 / 8.6 a
 5.9 ms on the first keystroke after a paste, 2026-12-01). Each server is
 driven by the lean client of ``laya_tools.pipe_client`` (the round trip an editor sees).
 
-``python -m laya_tools.bench_jumps {jumps,pastes} --gap-ms 100 --env LAYA_PREFETCH=0`` runs the
+``python -m laya_tools.bench_jumps {jumps,pastes,typing} --gap-ms 100 --env LAYA_PREFETCH=0`` runs the
 default server side by side with one started with that environment (an engine switch off).
 """
 
@@ -125,6 +125,52 @@ def bench_jumps(text: str, servers: dict[str, tuple[dict | None, dict | None]], 
     return out
 
 
+def bench_typing(text: str, servers: dict[str, tuple[dict | None, dict | None]], warmup: int = 100,
+                 runs: int = 1000, model=None, gap: float = 0.06, start: int = 0) -> dict:
+    """Time completion round trips while a file is typed from ``start`` one key at a time, as an
+    editor asks: every key is a ``didChange``, and only a key that types an identifier character
+    is followed by a timed ``textDocument/completion`` (VS Code's and Neovim's default triggers),
+    so comments, strings, blanks and line breaks reach the server as edits no request follows.
+    ``gap``: seconds of pause after each key (a person: ~0.1-0.25 s), in which a server can
+    use its idle time (``Predictor.prefetch``, speculative prefill).
+
+    Returns:
+        name -> ``{"all": [...], "after_other": [...], "typing": [...], "empty_answers": n}``:
+        ``after_other`` is the first completion after 8 or more keys that asked none (the next
+        word after a comment, a string or an indented line break), ``typing`` the others.
+    """
+    turns = random.Random(1)
+    out = {name: {"all": [], "after_other": [], "typing": []} for name in servers}
+    with _servers(servers, model, "file:///bench/typing.py", text[:start]) as live:
+        n = 0
+        quiet = 0  # keys since the last completion request
+        pos = start
+        while n < warmup + runs:
+            if pos >= len(text):
+                for s in live.values():  # start again from an empty document
+                    s.edit(0, len(s.text), "")
+                pos = 0
+            ch = text[pos]
+            for s in live.values():
+                s.edit(pos, pos, ch)
+            pos += 1
+            if ch.isalnum() or ch == "_":
+                for s in _in_turn(live, turns):
+                    dt = s.complete(pos)
+                    if n >= warmup:
+                        out[s.name]["all"].append(dt)
+                        out[s.name]["after_other" if quiet >= 8 else "typing"].append(dt)
+                n += 1
+                quiet = 0
+            else:
+                quiet += 1
+            if gap:
+                time.sleep(gap)
+        for s in live.values():
+            out[s.name]["empty_answers"] = s.empty
+    return out
+
+
 def bench_pastes(text: str, servers: dict[str, tuple[dict | None, dict | None]], warmup: int = 100,
                  runs: int = 1000, keys: int = 6, seed: int = 0, model=None, gap: float = 0.0) -> dict:
     """Time completion round trips while the file grows by pasted chunks, servers side by side.
@@ -186,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     from .bench import default_text
 
     ap = argparse.ArgumentParser(prog="python -m laya_tools.bench_jumps")
-    ap.add_argument("workload", choices=["jumps", "pastes"])
+    ap.add_argument("workload", choices=["jumps", "pastes", "typing"])
     ap.add_argument("--env", action="append", default=[], metavar="VAR=VALUE",
                     help="environment of the second server (repeatable)")
     ap.add_argument("--gap-ms", type=float, default=0.0, help="pause between keystrokes (and after a paste)")
@@ -196,9 +242,9 @@ def main(argv: list[str] | None = None) -> int:
     env = dict(kv.split("=", 1) for kv in a.env)
     servers = {"default": (None, None), " ".join(a.env) or "default again": (None, env)}
     _, text = default_text()
-    run = bench_jumps if a.workload == "jumps" else bench_pastes
+    run = {"jumps": bench_jumps, "pastes": bench_pastes, "typing": bench_typing}[a.workload]
     out = run(text, servers, a.warmup, a.runs, gap=a.gap_ms / 1e3)
-    first = "after_jump" if a.workload == "jumps" else "after_paste"
+    first = {"jumps": "after_jump", "pastes": "after_paste", "typing": "after_other"}[a.workload]
     print(f"{a.workload} in textwrap.py, {a.gap_ms:.0f} ms pauses, {a.warmup} warm-up + {a.runs} timed keystrokes, "
           "servers interleaved request by request (ms: median / p90 / p99)")
     for name, r in out.items():

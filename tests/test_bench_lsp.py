@@ -4,7 +4,7 @@ they say: every timed keystroke is answered, with items."""
 import inspect
 import textwrap
 
-from laya_tools.bench_jumps import bench_jumps, bench_pastes
+from laya_tools.bench_jumps import bench_jumps, bench_pastes, bench_typing
 
 TEXT = open(inspect.getsourcefile(textwrap), encoding="utf-8").read()
 
@@ -19,3 +19,16 @@ def test_pastes_and_jumps_time_every_keystroke():
     r = jr["default"]
     assert len(r["all"]) == 20 and len(r["after_jump"]) == 4
     assert r["empty_answers"] == 0
+
+
+def test_typing_asks_at_identifier_keys_only_and_times_each_request():
+    start = TEXT.index("class TextWrapper:")
+    servers = {"default": (None, None), "LAYA_PREFETCH=0": (None, {"LAYA_PREFETCH": "0"})}
+    out = bench_typing(TEXT, servers, warmup=2, runs=30, gap=0.04, start=start)
+    asked = TEXT[start:]
+    keys = sum(ch.isalnum() or ch == "_" for ch in asked[: asked.index("wrapping")])
+    assert keys < 32  # the 32 requests reach past the docstring's first line
+    for r in out.values():
+        assert len(r["all"]) == 30 == len(r["after_other"]) + len(r["typing"])
+        assert len(r["after_other"]) >= 1  # the first word after ':\n    """\n    '
+        assert r["empty_answers"] <= 2
