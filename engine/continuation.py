@@ -215,24 +215,61 @@ def continue_line(kv, tok, word: str, max_tokens: int, min_prob: float, eos: int
     out: list[int] = []
     budget = min(max_tokens, backend.capacity - len(kv.cached) - 1)
     complete = True
+    ends_word = False  # the line ends where its last identifier does (a line end, a token after it)
     for _ in range(max(0, budget)):
         if stop is not None and stop.is_set():
             complete = False
             break
         lg = backend.logits(h)
         t = int(np.argmax(lg))
-        # confidence of the greedy token: p = 1 / sum(exp(logits - max))
-        if 1.0 / np.exp(lg - lg[t]).sum() < min_prob:
-            break
         text = id_to_text.get(t, "")
         if t == eos or "Ċ" in text:  # "Ċ" is the byte-level symbol of "\n"
+            ends_word = True
+            break
+        if not out and _continues_word(text):
+            break  # the network writes a longer name than ``word``: no line goes on from ``word``
+        # confidence of the greedy token: p = 1 / sum(exp(logits - max))
+        if 1.0 / np.exp(lg - lg[t]).sum() < min_prob:
+            ends_word = not _continues_word(text)
             break
         out.append(t)
         h = kv.extend([t])
+    else:  # the budget ran out: does the next token go on with the last identifier?
+        if out:
+            ends_word = not _continues_word(id_to_text.get(int(np.argmax(backend.logits(h))), ""))
     kv.stats["forward_tokens"] += len(ids) + len(out)
     kv.rollback(n_ctx)  # the continuation leaves the cache; the context stays
     line = word + tok.decode(out) if out else word
-    return line.rstrip(), complete
+    return whole_words(line, word, ends_word), complete
+
+
+def _continues_word(token_text: str) -> bool:
+    """Whether a token (byte-level text) goes on with the identifier before it: the pre-tokenizer
+    never merges across identifier boundaries, so a token starting with a letter, digit or ``_``
+    continues one (``Ġ`` is a blank; bytes of other scripts are letters of no identifier here)."""
+    return bool(token_text) and (token_text[0].isascii() and (token_text[0].isalnum() or token_text[0] == "_"))
+
+
+def whole_words(line: str, word: str, ends_word: bool) -> str:
+    """``line`` (``word`` and a generated rest) without a cut-off end: no replacement character
+    (tokens that stopped inside a UTF-8 sequence decode to U+FFFD) and, unless ``ends_word``, no
+    last identifier that the next token would have gone on with (``self.scale_`` from
+    ``scale_factor``: accepting it would leave half a name). Trailing blanks are dropped; the
+    result is ``word`` when nothing whole is left after it."""
+    bad = line.find("\ufffd", len(word))
+    if bad >= 0:
+        line, ends_word = line[:bad], True
+    if not ends_word and len(line) > len(word) and _ident_char(line[-1]):
+        j = len(line)
+        while j > 0 and _ident_char(line[j - 1]):
+            j -= 1
+        line = word if j < len(word) else line[:j]
+    line = line.rstrip()
+    return line if len(line) > len(word) else word
+
+
+def _ident_char(c: str) -> bool:
+    return c.isalnum() or c == "_"
 
 
 def line_is_open(suffix: str | None) -> bool:

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from engine.continuation import line_from_document
+from engine.continuation import line_from_document, whole_words
 from engine.predictor import Predictor
 
 DOC = (
@@ -150,3 +150,45 @@ def test_an_identifier_typed_in_full_still_finds_its_line(pred):
     got = _applied(pred, "def f():\n    self.assertEqual(zq_weird_name, 'qq-42')\n    self.assertEqual", "\n",
                    "file:///c.py")
     assert got == "    self.assertEqual(zq_weird_name, 'qq-42')"
+
+
+@pytest.mark.parametrize("word, line, ends_word, expected", [
+    ("scale", "scale_", False, "scale"),  # the next token went on with the name: none of it is offered
+    ("scale", "scale_factor * 2", True, "scale_factor * 2"),
+    ("scale", "scale_factor * wid", False, "scale_factor *"),  # half a name cut, and the blank before it
+    ("os", "os.path.jo", False, "os.path."),
+    ("os", "os.path.join", True, "os.path.join"),
+    ("name", "name: '\ufffd", True, "name: '"),  # a token that stopped inside a UTF-8 sequence
+    ("name", "name + '\ufffd\ufffd' + x", True, "name + '"),
+    ("name", "name  ", True, "name"),
+])
+def test_a_continuation_never_ends_in_half_a_name_or_half_a_character(word, line, ends_word, expected):
+    assert whole_words(line, word, ends_word) == expected
+
+
+def test_the_network_s_line_ends_on_a_whole_name(pred):
+    """Every greedy line the network writes here ends where a name does (or before a blank or a
+    bracket), on real code: the model is asked at each identifier start of a file."""
+    import re
+    import textwrap as tw
+    from pathlib import Path
+
+    src = Path(tw.__file__).read_text()[:6000]
+    p = replace(pred.config, line_match_min_chars=0)
+    pred.config, old = p, pred.config
+    try:
+        pred.reset()
+        lines = 0
+        for m in re.finditer(r"(?<![\w.])[A-Za-z_]\w+", src):
+            items = pred.predict(src[: m.start()], "\n", want_line=True, max_items=2)
+            line = next((c.text for c in items if c.kind == "line"), None)
+            if line is None:
+                continue
+            lines += 1
+            assert "\ufffd" not in line
+            word = items[0].text
+            ident_end = re.search(r"\w+$", line)
+            assert ident_end is None or ident_end.start() >= len(word) or line == word
+        assert lines > 20
+    finally:
+        pred.config = old
