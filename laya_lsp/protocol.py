@@ -356,6 +356,17 @@ class LayaProtocol(LanguageServerProtocol):
         pending.extend(k for k in self._request_futures if k not in known)
         self._notification_keys = pending
 
+    def _handle_cancel_notification(self, msg_id) -> None:
+        """A ``$/cancelRequest`` names a request of the client's own. pygls keeps the futures of
+        the server's requests to the client in the same table, so a cancel naming one of those
+        (the id of ``window/workDoneProgress/create``, echoed back) cancelled the server's own
+        wait, and the rest of ``initialized`` (the progress's end, the load's messages) never
+        ran. Such ids are ignored."""
+        if msg_id in self._result_types:  # only requests the server sent have a result type
+            log.warning("$/cancelRequest for %r, a request the server sent: ignored", msg_id)
+            return
+        super()._handle_cancel_notification(msg_id)
+
     def _handle_request(self, msg_id, method_name, params):
         """Take the latest-wins ticket of a completion request as it is read off the wire.
 

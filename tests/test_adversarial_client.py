@@ -85,3 +85,30 @@ def test_a_system2_path_in_an_unknown_users_home_is_reported():
         s.open(URI, TEXT)
         assert "result" in s.complete(URI, 1, 5, timeout=90)
         assert s.exit() == 0
+
+
+def test_a_cancel_naming_one_of_the_server_s_own_requests_is_ignored():
+    """``$/cancelRequest`` is for the sender's own requests. A client that echoed the id of the
+    server's ``window/workDoneProgress/create`` cancelled the server's wait for it, and the rest
+    of ``initialized`` never ran: the load's progress never ended."""
+    with RawServer() as s:
+        s.initialize(capabilities={"window": {"workDoneProgress": True}})
+        deadline = time.monotonic() + 30
+        while True:
+            create = [m for m in list(s.messages) if m.get("method") == "window/workDoneProgress/create"]
+            if create or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert create, "no window/workDoneProgress/create"
+        s.notify("$/cancelRequest", {"id": create[0]["id"]})
+        time.sleep(0.2)
+        s.send({"jsonrpc": "2.0", "id": create[0]["id"], "result": None})
+        deadline = time.monotonic() + 90
+        while True:
+            ends = [m for m in list(s.messages) if m.get("method") == "$/progress"
+                    and m["params"]["value"].get("kind") == "end"]
+            if ends or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert ends and ends[0]["params"]["value"]["message"].startswith("ready in"), ends
+        assert s.exit() == 0
