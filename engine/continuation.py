@@ -226,39 +226,42 @@ def continue_line(kv, tok, word: str, max_tokens: int, min_prob: float, eos: int
         if t == eos or "Ċ" in text:  # "Ċ" is the byte-level symbol of "\n"
             ends_word = True
             break
-        if not out and _continues_word(text):
+        if not out and _continues_word(tok, t):
             break  # the network writes a longer name than ``word``: no line goes on from ``word``
         # confidence of the greedy token: p = 1 / sum(exp(logits - max))
         if 1.0 / np.exp(lg - lg[t]).sum() < min_prob:
-            ends_word = not _continues_word(text)
+            ends_word = not _continues_word(tok, t)
             break
         out.append(t)
         h = kv.extend([t])
     else:  # the budget ran out: does the next token go on with the last identifier?
         if out:
-            ends_word = not _continues_word(id_to_text.get(int(np.argmax(backend.logits(h))), ""))
+            ends_word = not _continues_word(tok, int(np.argmax(backend.logits(h))))
     kv.stats["forward_tokens"] += len(ids) + len(out)
     kv.rollback(n_ctx)  # the continuation leaves the cache; the context stays
     line = word + tok.decode(out) if out else word
     return whole_words(line, word, ends_word), complete
 
 
-def _continues_word(token_text: str) -> bool:
-    """Whether a token (byte-level text) goes on with the identifier before it: the pre-tokenizer
-    never merges across identifier boundaries, so a token starting with a letter, digit or ``_``
-    continues one (``Ġ`` is a blank; bytes of other scripts are letters of no identifier here)."""
-    return bool(token_text) and (token_text[0].isascii() and (token_text[0].isalnum() or token_text[0] == "_"))
+def _continues_word(tok, t: int) -> bool:
+    """Whether token ``t`` goes on with the identifier before it: the pre-tokenizer never merges
+    across identifier boundaries, so a token whose text starts with a letter (of any script), a
+    digit or ``_`` continues one; so, to be safe, does one starting inside a UTF-8 sequence
+    (decoded alone it starts with U+FFFD: the rest of ``größe`` after ``gr``)."""
+    c = tok.decode([t])[:1]
+    return bool(c) and (c.isalnum() or c in "_\ufffd")
 
 
 def whole_words(line: str, word: str, ends_word: bool) -> str:
     """``line`` (``word`` and a generated rest) without a cut-off end: no replacement character
-    (tokens that stopped inside a UTF-8 sequence decode to U+FFFD) and, unless ``ends_word``, no
+    (tokens that stopped inside a UTF-8 sequence decode to U+FFFD; a name just before one is cut
+    too) and, unless ``ends_word``, no
     last identifier that the next token would have gone on with (``self.scale_`` from
     ``scale_factor``: accepting it would leave half a name). Trailing blanks are dropped; the
     result is ``word`` when nothing whole is left after it."""
     bad = line.find("\ufffd", len(word))
-    if bad >= 0:
-        line, ends_word = line[:bad], True
+    if bad >= 0:  # half a character: a name just before it is cut as well
+        line, ends_word = line[:bad], not _ident_char(line[bad - 1])
     if not ends_word and len(line) > len(word) and _ident_char(line[-1]):
         j = len(line)
         while j > 0 and _ident_char(line[j - 1]):

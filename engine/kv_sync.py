@@ -189,12 +189,14 @@ class KVSync:
         tokens per call, so that the next decision at that context prefills (almost) nothing.
 
         For the context at the cursor after an edit that no completion request followed yet (a
-        paste, a comment or a line break typed, an undo: ``Predictor.prefetch``). It keeps the
-        longest common prefix with the cache (after a context shift where the window slid, as
-        :meth:`sync` does), trims the rest and prefills up to the last token of ``ctx``, which is
-        left to the decision (it needs that token's hidden state). A full window pending behind
-        a short one is left to :meth:`advance` (nothing is done until it is done; once done it
-        replaces the short one here, as in :meth:`sync`).
+        paste, a comment or a line break typed, an undo: ``Predictor.prefetch``). The first call
+        that finds the cache diverging from ``ctx`` does what :meth:`sync` would: a context
+        shift where the window slid; where more than ``FAST_MIN_NEW`` tokens would be new, the
+        window being left is stored (to come back to, as after a jump) and a stored window
+        sharing a longer prefix is taken. Then the rest is prefilled up to the last token of
+        ``ctx``, which is left to the decision (it needs that token's hidden state). A full
+        window pending behind a short one is left to :meth:`advance` (nothing is done until it
+        is done; once done it replaces the short one here, as in :meth:`sync`).
 
         Returns:
             True while there is more to prefill.
@@ -210,12 +212,24 @@ class KVSync:
             self._settle_speculation(ctx)
         cached = self.cached
         lcp = common_prefix(cached, ctx)
-        if self._shifts(lcp, len(ctx), len(cached)):
-            d = _find_shift(cached, ctx)
-            if d:
-                self.backend.shift(d)
-                del cached[:d]
-                self.stats["shifts"] += 1
+        if lcp < len(cached):  # the cache diverges from ctx (later steps only extend a prefix of it)
+            if self._shifts(lcp, len(ctx), len(cached)):
+                d = _find_shift(cached, ctx)
+                if d:
+                    self.backend.shift(d)
+                    del cached[:d]
+                    self.stats["shifts"] += 1
+                    lcp = common_prefix(cached, ctx)
+            if len(ctx) - lcp > FAST_MIN_NEW:
+                hit = self.windows.take(ctx, at_least=lcp + 1)
+                if len(cached) >= 64:  # keep the window being left, to come back to
+                    self.windows.put(cached, self.backend.swap(hit[1] if hit else None))
+                    self.stats["stored_windows"] += 1
+                elif hit:
+                    self.backend.swap(hit[1])
+                else:
+                    self.backend.reset()
+                cached = self.cached = hit[0] if hit else []
                 lcp = common_prefix(cached, ctx)
         target = len(ctx) - 1
         if lcp >= target:

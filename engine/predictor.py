@@ -254,6 +254,9 @@ class Predictor:
         """One idle step of :meth:`prefetch`'s prefill; True while there is more to do."""
         if self._prefetch_ctx is None:
             self._prefetch_ctx = self.window.tokens(self._prefetch_text)
+            # ``window.tokens`` now describes this context (its identifiers and lines): the next
+            # decision recomputes its own, even at the last decision's context
+            self._ctx_text = None
             self._spec_word = None  # a speculation goes after the decision's context, not this one
             return True
         self._synced = False  # the cache no longer holds the last decision's context as it was

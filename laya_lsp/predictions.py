@@ -70,6 +70,9 @@ async def predict_at(ls: LayaServer, uri: str, position: types.Position, kind: s
         asyncio.CancelledError: when the client cancelled the request (the engine job is stopped).
     """
     ticket = take_ticket(ls, uri, kind)
+    if ls.prefetch_timer is not None:  # this decision replaces the prefetch of the edit before it
+        ls.prefetch_timer.cancel()
+        ls.prefetch_timer = None
     await debounce(ls.options.debounce_ms)
     doc = ls.open_document(uri)
     if doc is None:
@@ -124,7 +127,8 @@ def prefetch_after_change(ls: LayaServer, uri: str) -> None:
     ``PREFETCH_AFTER_S`` pass with no other edit, let the engine prefill the context window at
     the cursor in its next pause (``Predictor.prefetch``), so the next completion after a paste,
     a comment or a line break prefills a token or two instead of the whole change, and answers
-    from the full window. Only the latest edit's cursor counts (one timer per server). Nothing
+    from the full window. Only the latest edit's cursor counts (one timer per server), and a
+    completion or inline completion request cancels it (its decision replaces it). Nothing
     is done while the document's model is loading or for a cursor past the end; the engine job
     only records the context, and the prefill runs in idle steps, which any request interrupts."""
     if ls.prefetch_timer is not None:

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from engine.continuation import line_from_document, whole_words
+from engine.continuation import _continues_word, line_from_document, whole_words
 from engine.predictor import Predictor
 
 DOC = (
@@ -161,9 +161,22 @@ def test_an_identifier_typed_in_full_still_finds_its_line(pred):
     ("name", "name: '\ufffd", True, "name: '"),  # a token that stopped inside a UTF-8 sequence
     ("name", "name + '\ufffd\ufffd' + x", True, "name + '"),
     ("name", "name  ", True, "name"),
+    ("total", "total = gr\ufffd", True, "total ="),  # größe cut inside its ö: no "gr" either
 ])
 def test_a_continuation_never_ends_in_half_a_name_or_half_a_character(word, line, ends_word, expected):
     assert whole_words(line, word, ends_word) == expected
+
+
+def test_a_token_that_goes_on_with_a_name_in_any_script(pred):
+    """The tokens after ``gr`` in ``größe`` (the first starts inside the ö's UTF-8 bytes) and after
+    ``don`` in ``données`` continue the name; a blank, ``=`` or ``(`` do not."""
+    tok = pred.tok
+    for text, head in (("x = größe", "x = gr"), ("x = données", "x = donn"), ("x = scale_factor", "x = scale")):
+        ids = tok.encode(text).ids
+        cut = next(i for i in range(len(ids)) if tok.decode(ids[:i]) == head)
+        assert _continues_word(tok, ids[cut]), (text, tok.decode([ids[cut]]))
+    for t in (" ", " = ", "(", "\n"):
+        assert not _continues_word(tok, tok.encode("a" + t).ids[1]), t  # the token after "a"
 
 
 def test_the_network_s_line_ends_on_a_whole_name(pred):

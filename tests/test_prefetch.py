@@ -102,3 +102,115 @@ def test_speculation_and_prefetch_keep_the_cache_consistent(pair):
     got = [c.text for c in pre.predict(SOURCE[: at + len("width = wid")], doc_id=DOC)]
     want = [c.text for c in plain.predict(SOURCE[: at + len("width = wid")], doc_id=DOC)]
     assert got[:5] == want[:5]
+
+
+def test_a_paste_of_repeated_lines_is_prefilled_once(pair):
+    """Repeated lines make the window match itself shifted: the prefill looked for a context
+    shift at every step, shifted and fell back, and its idle steps never ended (a core at 100%
+    until the next request)."""
+    pre, _ = pair
+    head = SOURCE[:6000]
+    head = head[: head.rindex("\n") + 1]
+    block = "    total = compute_value(alpha, beta, gamma, delta, epsilon, zeta, eta, theta)\n"
+    pre.reset()
+    pre.observe_document(DOC, head, "python")
+    pre.predict(head + "de", doc_id=DOC)
+    _idle(pre)
+    n = pre.stats["prefetched_tokens"]
+    pre.prefetch(head + "def run(alpha, beta, gamma):\n" + block * 40 + "    ", DOC)
+    steps = 0
+    while pre.idle_step():
+        steps += 1
+        assert steps < 200, "the prefill does not end"
+    assert 0 < pre.stats["prefetched_tokens"] - n < len(pre.window.prev) + 8
+    assert len(pre.cached) == pre.backend.offset
+
+
+def test_the_window_left_by_a_prefetch_is_kept_to_come_back_to(pair):
+    """Typing at A, the user adds an import at the top (prefetched there) and comes back to A:
+    A's window was stored, so the key there prefills a token and the network answers, as for an
+    engine that never prefetched."""
+    pre, plain = pair
+    at = SOURCE.index("        self.width = width") + len("        self.")
+    top = SOURCE.index("import re\n") + len("import re\n")
+    new = SOURCE[:top] + "import sys\n" + SOURCE[top:]
+    back = at + len("import sys\n")
+    out = []
+    for p in pair:
+        p.reset()
+        p.observe_document(DOC, SOURCE, "python")
+        p.predict(SOURCE[:at] + "wi", doc_id=DOC)
+        _idle(p)
+        p.prefetch(new[:top + len("import sys\n")], DOC)
+        _idle(p)
+        short, fwd = p.stats["short_windows"], p.stats["forward_tokens"]
+        got = [c.text for c in p.predict(new[:back] + "wid", doc_id=DOC)]
+        out.append(got[:5])
+        assert p.stats["short_windows"] == short and p.stats["forward_tokens"] - fwd <= 1
+        assert p._hidden is not None  # the network's answer, not the prior's alone
+    assert out[0] == out[1]
+
+
+def test_a_decision_back_at_the_last_context_sees_its_own_lines(pair):
+    """A prefetch tokenizes another context (``window.tokens``); a decision back at the last
+    decision's context must rank with that context's identifiers, not the prefetched one's."""
+    pre, plain = pair
+    at = SOURCE.index("        self.width = width") + len("        self.")
+    for p in pair:
+        p.reset()
+        p.observe_document(DOC, SOURCE, "python")
+        p.predict(SOURCE[:at] + "wi", doc_id=DOC)
+        _idle(p)
+    pre.prefetch(SOURCE[:at] + "wi\n        ", DOC)  # a line break after "wi", then back up
+    _idle(pre)
+    for p in pair:
+        p.predict(SOURCE[:at] + "wid", doc_id=DOC)
+    assert pre.window.line_idents == plain.window.line_idents
+    assert pre.window.recent_idents == plain.window.recent_idents
+
+
+def test_the_server_prefetches_after_edits_that_no_request_followed():
+    """Through the real server: an identifier key whose completion request follows at once sends
+    the engine no prefetch (the decision replaces it; a prefetch job would only delay the idle
+    work); a line break, which no request follows, does, once the edits pause."""
+    import time
+
+    from tests.lsp_raw import InProcessServer
+
+    uri = "file:///laya-prefetch/t.py"
+    text = "import os\n\n\ndef main(argv):\n    path = os.path.join(argv[0], 'x')\n    return "
+    line, col = text.count("\n"), len(text.rsplit("\n", 1)[1])
+    s = InProcessServer()
+    try:
+        s.initialize()
+        s.open(uri, text)
+        deadline = time.monotonic() + 60
+        while not s.complete(uri, line, col).get("result", {}).get("items"):
+            assert time.monotonic() < deadline, "no model"
+            time.sleep(0.2)
+        predictor = s.ls.model.predictor
+        calls = []
+        real = predictor.prefetch
+        predictor.prefetch = lambda prefix, doc_id: (calls.append(prefix), real(prefix, doc_id))
+        v = 2
+
+        def key(ch, at):
+            nonlocal v
+            s.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": v}, "contentChanges": [
+                {"range": {"start": {"line": at[0], "character": at[1]}, "end": {"line": at[0], "character": at[1]}},
+                 "text": ch}]})
+            v += 1
+
+        for i, ch in enumerate("path"):
+            key(ch, (line, col + i))
+            s.complete(uri, line, col + i + 1)
+            time.sleep(0.1)
+        assert calls == []
+        key("\n    ", (line, col + 4))
+        deadline = time.monotonic() + 10
+        while not calls:
+            assert time.monotonic() < deadline, "no prefetch after the line break"
+            time.sleep(0.05)
+        assert calls == [text + "path\n    "]
+    finally:
+        s.close()
