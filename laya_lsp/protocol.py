@@ -51,7 +51,9 @@ guarantees (JSON-RPC 2.0 and LSP 3.17):
     -32700 ParseError (id null)  a body that is not JSON
   a stale, past-the-end or not-open request answers an empty list, not an error
   notifications before `initialize` and after `shutdown` are ignored (except `exit`)
-  a repeated `initialized`, and a `didChange` to a document that is not open, are ignored
+  a repeated `initialized`, a `didChange` to a document that is not open, and a
+  `$/cancelRequest` naming a request the server sent, are ignored
+  any field the client adds is only a field (one named `jsonrpc` too)
   over TCP (--tcp) one session at a time: a second connection meanwhile is closed
   nothing is sent to the client before the `initialize` answer
 exit status:
