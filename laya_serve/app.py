@@ -14,8 +14,10 @@ import logging
 import secrets
 import time
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from aiohttp import web
+from aiohttp.http import HttpProcessingError
 
 from laya_lsp.scheduling import EngineBridge, Sequencer
 
@@ -26,6 +28,8 @@ log = logging.getLogger(__name__)
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 COMPLETION_PATHS = ("/complete", "/v1/completions")
+GET_PATHS = ("/health", "/v1/models")
+DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 @dataclass(kw_only=True)
@@ -52,6 +56,42 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def host_name(host: str) -> str | None:
+    """The name in a ``Host`` header (``name``, ``name:port``, ``[v6]``, ``[v6]:port``), lower
+    case, without brackets; None when the header is not of that form (``user@name``, a bad port)."""
+    h = host.strip().lower()
+    if h.startswith("["):
+        name, sep, rest = h[1:].partition("]")
+    else:
+        name, sep, rest = h.partition(":")
+        rest = sep + rest
+    if not name or (rest and not (rest.startswith(":") and rest[1:].isdigit() and rest[1:].isascii())):
+        return None
+    if any(c in name for c in "@/\\?#[] "):
+        return None
+    return name
+
+
+def normalize_origin(origin: str) -> str:
+    """An origin as browsers serialise it (``scheme://host[:port]``: lower case, no default port,
+    no trailing slash), so ``--allow-origin HTTP://LocalHost:5173/`` names ``http://localhost:5173``;
+    ``*``, ``null`` and anything that is no URL are kept as they are (lower case)."""
+    o = origin.strip()
+    try:
+        u = urlsplit(o)
+        host, port = u.hostname, u.port
+    except ValueError:
+        return o.lower()
+    if not u.scheme or not host or u.username is not None or u.password is not None \
+            or u.path not in ("", "/") or u.query or u.fragment:
+        return o.lower()
+    scheme = u.scheme.lower()
+    netloc = f"[{host}]" if ":" in host else host
+    if port is not None and port != DEFAULT_PORTS.get(scheme):
+        netloc += f":{port}"
+    return f"{scheme}://{netloc}"
+
+
 def _error(status: int, message: str, kind: str = "invalid_request_error") -> web.Response:
     return web.json_response({"error": {"message": message, "type": kind, "code": status}}, status=status)
 
@@ -67,22 +107,54 @@ def make_app(bridge: EngineBridge, generator: Generator, config: ServiceConfig |
     cfg = config or ServiceConfig()
     seq = Sequencer(open_only=False)  # named clients: no document to open first
     loopback = is_loopback(cfg.host)
+    host_names = LOOPBACK_NAMES | {cfg.host.strip("[]").lower()}
+    allowed = frozenset(normalize_origin(o) for o in cfg.allow_origins)
+    in_flight = [0]  # completion requests received and not yet answered
 
     def origin_allowed(origin: str) -> bool:
-        return "*" in cfg.allow_origins or origin in cfg.allow_origins
+        return "*" in allowed or normalize_origin(origin) in allowed
+
+    def host_allowed(request: web.Request) -> bool:
+        # the Host header as sent (a rebound page's own name), not the URL aiohttp builds from an
+        # absolute-form target or the socket; none at all (HTTP/1.0) is no browser's request
+        host = request.headers.get("Host")
+        return host is None or host_name(host) in host_names
+
+    def refusal(request: web.Request) -> web.Response | None:
+        """The answer to a request refused before its body is read (Host, Origin, size), or None."""
+        origin = request.headers.get("Origin")
+        if loopback and not host_allowed(request):
+            # DNS rebinding: a web page whose name resolves to 127.0.0.1 sends its own Host
+            return _error(403, "Host header names no loopback address", "forbidden")
+        if origin is not None and not origin_allowed(origin):
+            return _error(403, f"requests from browser origin {origin!r} are refused "
+                               "(start the service with --allow-origin to allow one)", "forbidden")
+        if request.content_length is not None and request.content_length > cfg.max_body:
+            return _error(413, f"the body is larger than {cfg.max_body} bytes")
+        return None
+
+    async def expect(request: web.Request) -> web.Response | None:
+        """``Expect: 100-continue`` (curl's, for large bodies): a request that will be refused is
+        refused now, before the client is told to send its body (aiohttp runs this before the
+        middleware)."""
+        refused = refusal(request)
+        if refused is not None:
+            return refused
+        # what aiohttp's default expect handler does (a private function of aiohttp's)
+        if request.version >= (1, 1):
+            if request.headers.get("Expect", "").lower() != "100-continue":
+                raise web.HTTPExpectationFailed(text=f"Unknown Expect: {request.headers.get('Expect')}")
+            await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            request.writer.output_size = 0  # the body has not started
+        return None
 
     @web.middleware
     async def guard(request: web.Request, handler):
         origin = request.headers.get("Origin")
         try:
-            if loopback and (request.url.host or "").strip("[]").lower() not in LOOPBACK_NAMES | {cfg.host}:
-                # DNS rebinding: a web page whose name resolves to 127.0.0.1 sends its own Host
-                return _error(403, "Host header names no loopback address", "forbidden")
-            if origin is not None and not origin_allowed(origin):
-                return _error(403, f"requests from browser origin {origin!r} are refused "
-                                   "(start the service with --allow-origin to allow one)", "forbidden")
-            if request.content_length is not None and request.content_length > cfg.max_body:
-                return _error(413, f"the body is larger than {cfg.max_body} bytes")
+            refused = refusal(request)
+            if refused is not None:
+                return refused
             resp = await handler(request)
         except web.HTTPException as e:
             if e.status < 400:
@@ -97,8 +169,23 @@ def make_app(bridge: EngineBridge, generator: Generator, config: ServiceConfig |
         return resp
 
     async def run(request: web.Request) -> tuple[CompletionRequest, Completion] | web.Response:
+        in_flight[0] += 1
         try:
-            req = parse(await request.read(), cfg.max_tokens)
+            return await run_counted(request)
+        finally:
+            in_flight[0] -= 1
+
+    async def run_counted(request: web.Request) -> tuple[CompletionRequest, Completion] | web.Response:
+        try:
+            body = await request.read()
+        except (web.RequestPayloadError, HttpProcessingError) as e:
+            # a Content-Encoding the body does not decode with: the client's error, not ours
+            encoding = request.headers.get("Content-Encoding", "")
+            detail = getattr(e, "message", None) or str(e)
+            return _error(400, f"the body could not be read (Content-Encoding: {encoding or 'none'}): "
+                               f"{str(detail).strip()}")
+        try:
+            req = parse(body, cfg.max_tokens)
         except BadRequest as e:
             return _error(400, str(e))
         client = req.user or request.headers.get("X-Laya-Client")
@@ -155,24 +242,32 @@ def make_app(bridge: EngineBridge, generator: Generator, config: ServiceConfig |
         })
 
     async def health(_request: web.Request) -> web.Response:
-        return web.json_response({"status": "ok", "model": cfg.model_name})
+        # in_flight: completion requests being read, waiting for the engine or generating
+        return web.json_response({"status": "ok", "model": cfg.model_name, "in_flight": in_flight[0]})
 
     async def models(_request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [
             {"id": cfg.model_name, "object": "model", "created": 0, "owned_by": "laya"}]})
 
-    async def preflight(request: web.Request) -> web.Response:
-        """CORS preflight, answered only for allowed origins (the guard refused the others)."""
-        return web.Response(status=204, headers={
-            "Access-Control-Allow-Methods": "POST, OPTIONS",
-            "Access-Control-Allow-Headers": "Content-Type, X-Laya-Client",
-            "Access-Control-Max-Age": "600"})
+    def preflight(methods: str):
+        async def answer(request: web.Request) -> web.Response:
+            """CORS preflight, answered only for allowed origins (the guard refused the others):
+            the headers the page asks for are allowed (an OpenAI client sends ``Authorization``
+            and ``x-stainless-*``); only allowed origins get this far."""
+            asked = request.headers.get("Access-Control-Request-Headers", "")
+            return web.Response(status=204, headers={
+                "Access-Control-Allow-Methods": methods,
+                "Access-Control-Allow-Headers": asked or "Content-Type, X-Laya-Client",
+                "Access-Control-Max-Age": "600"})
+        return answer
 
     app = web.Application(middlewares=[guard], client_max_size=cfg.max_body)
-    app.router.add_post("/complete", complete)
-    app.router.add_post("/v1/completions", completions)
+    app.router.add_post("/complete", complete, expect_handler=expect)
+    app.router.add_post("/v1/completions", completions, expect_handler=expect)
     for path in COMPLETION_PATHS:
-        app.router.add_route("OPTIONS", path, preflight)
+        app.router.add_route("OPTIONS", path, preflight("POST, OPTIONS"))
+    for path in GET_PATHS:
+        app.router.add_route("OPTIONS", path, preflight("GET, OPTIONS"))
     app.router.add_get("/health", health)
     app.router.add_get("/v1/models", models)
     return app
@@ -190,7 +285,9 @@ async def start_site(app: web.Application, host: str, port: int) -> tuple[web.Ap
     Raises:
         OSError: the address cannot be listened on (the runner is cleaned up first).
     """
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    # handler_cancellation: a client that hangs up cancels its handler, and so its engine job
+    # (``await_job``: dropped while queued, stopped between tokens while running)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, handler_cancellation=True)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     try:
