@@ -101,6 +101,7 @@ class Generator:
         vocab = self.tok.get_vocab_size()
         texts = self._texts = [self.tok.decode([i]) for i in range(vocab)]
         self._prefixed: dict[str, tuple] = {}  # typed part -> (token ids starting with it, exact)
+        self._longest_text = max(map(len, texts), default=0)
         self._ident_start = np.array([bool(t) and (t[0].isalpha() or t[0] == "_") for t in texts])
         self._ident_cont = np.array([bool(t) and (t[0].isalnum() or t[0] == "_") for t in texts])
 
@@ -198,6 +199,8 @@ class Generator:
         tokens that extend it (``path``, ``parent`` after ``os.`` for ``pa``) than on the token that
         is exactly it. The model's next token after the typed part is a poor judge of that: it was
         trained on ``path`` as one token, never on ``pa`` + ``th``. False when no token extends it."""
+        if len(typed) > self._longest_text:
+            return False  # no token extends it (and a 1 MB word would be a 1 MB cache key)
         hit = self._prefixed.get(typed)
         if hit is None:
             if len(self._prefixed) > 4096:

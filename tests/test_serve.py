@@ -202,3 +202,14 @@ def test_cjk_and_emoji_prompts_never_end_in_half_a_character(server):
                                                       "temperature": t, "seed": 3})
             assert status == 200
             assert all("\ufffd" not in c["text"] for c in d["choices"]), d["choices"]
+
+
+def test_a_word_longer_than_any_token_is_no_cache_key():
+    """Token healing looks up the typed word's extensions once per word: a 200,000-character word
+    (no token extends it) was kept as a key, up to 4,097 of them (gigabytes)."""
+    from engine.predictor import Predictor
+    from laya_serve.generate import Generator
+
+    gen = Generator(Predictor.load())
+    assert gen._goes_on("x" * 200_000, 0) is False
+    assert not any(len(k) > 1000 for k in gen._prefixed)
