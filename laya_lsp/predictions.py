@@ -146,8 +146,9 @@ def _prefetch(ls: LayaServer, uri: str) -> None:
     if doc is None or cursor is None:
         return
     predictor = ls.loaded_predictor_for(languages.for_document(doc.language_id, uri).name)
-    if predictor is None or not getattr(predictor, "prefetching", False):
-        return
+    if (predictor is None or not getattr(predictor, "prefetching", False)
+            or getattr(predictor, "advance_on_keystroke", True)):
+        return  # loading; or a model without idle steps (the prose model), which never prefetches
     ctx = cursor_context(doc, cursor)
     if ctx is not None:
         ls.bridge.submit_background(predictor.prefetch, ctx.prefix, uri)
