@@ -191,9 +191,9 @@ class KVSync:
         For the context at the cursor after an edit that no completion request followed yet (a
         paste, a comment or a line break typed, an undo: ``Predictor.prefetch``). The first call
         that finds the cache diverging from ``ctx`` does what :meth:`sync` would: a context
-        shift where the window slid; where more than ``FAST_MIN_NEW`` tokens would be new, the
-        window being left is stored (to come back to, as after a jump) and a stored window
-        sharing a longer prefix is taken. Then the rest is prefilled up to the last token of
+        shift where the window slid; where more than ``FAST_MIN_NEW`` cached tokens would be
+        trimmed, the window being left is stored (to come back to, as after a jump) and a stored
+        window sharing a longer prefix is taken. Then the rest is prefilled up to the last token of
         ``ctx``, which is left to the decision (it needs that token's hidden state). A full
         window pending behind a short one is left to :meth:`advance` (nothing is done until it
         is done; once done it replaces the short one here, as in :meth:`sync`).
@@ -220,7 +220,7 @@ class KVSync:
                     del cached[:d]
                     self.stats["shifts"] += 1
                     lcp = common_prefix(cached, ctx)
-            if len(ctx) - lcp > FAST_MIN_NEW:
+            if len(cached) - lcp > FAST_MIN_NEW:  # most of the cache would go: keep it, as a jump does
                 hit = self.windows.take(ctx, at_least=lcp + 1)
                 if len(cached) >= 64:  # keep the window being left, to come back to
                     self.windows.put(cached, self.backend.swap(hit[1] if hit else None))

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from engine.predictor import Predictor
+from engine.window_cache import common_prefix
 
 SOURCE = Path(textwrap.__file__).read_text()  # a real module nobody here wrote
 DOC = "file:///textwrap.py"
@@ -214,3 +215,26 @@ def test_the_server_prefetches_after_edits_that_no_request_followed():
         assert calls == [text + "path\n    "]
     finally:
         s.close()
+
+
+def test_a_paste_after_a_small_deletion_prefills_only_what_is_new(pair):
+    """The cache holds the context before the edit but for a few deleted tokens: those are
+    trimmed and only the pasted tokens prefilled, not the whole window again, even when they are
+    more than a jump's (storing the window and starting afresh is for leaving one)."""
+    pre, _ = pair
+    at, to = SOURCE.index("import re"), SOURCE.index("class TextWrapper")
+    pre.reset()
+    pre.observe_document(DOC, SOURCE[:at], "python")
+    for typed in ("im", "imp"):  # the second decision takes the window finished in the pause
+        pre.predict(SOURCE[:at] + typed, doc_id=DOC)
+        _idle(pre)
+    n, stored = pre.stats["prefetched_tokens"], pre.stats["stored_windows"]
+    text = SOURCE[: at - 40] + SOURCE[at:to]  # 40 characters deleted, the lines up to the class pasted
+    ctx = pre.window.tokens(text)
+    kept = common_prefix(pre.cached, ctx)
+    assert len(pre.cached) - pre.kv.speculated > kept  # the deletion
+    pre.prefetch(text, DOC)
+    _idle(pre)
+    assert len(ctx) - kept > 64  # more than a jump's
+    assert pre.stats["stored_windows"] == stored
+    assert 0 < pre.stats["prefetched_tokens"] - n <= len(ctx) - kept
