@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import stat
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
@@ -180,8 +181,10 @@ def read_workspace(folders: list[str | Path], *, max_files: int = MAX_FILES, max
     """Read the source files of ``folders`` (see the module docstring for what is skipped).
 
     Args:
-        folders: local folder paths. A folder inside another one listed is read once; one that is
-            missing or not a folder is skipped.
+        folders: local folder paths. A folder inside another one listed is read once: with the
+            outer one, or, where the outer one's walk does not enter it (``.gitignore``'d,
+            ``node_modules``, build output, too deep), on its own (the user listed it); one that
+            is missing or not a folder is skipped.
         max_files, max_bytes: bounds on what is read (all folders together); the walk stops at the
             first one reached and says so in ``stopped`` (and in the log).
         max_file_bytes: larger files are skipped.
@@ -193,12 +196,17 @@ def read_workspace(folders: list[str | Path], *, max_files: int = MAX_FILES, max
     """
     out = WorkspaceFiles()
     entries = 0
-    roots = sorted({os.path.realpath(f) for f in folders if os.path.isdir(f)})
-    roots = [r for r in roots if not any(o != r and _inside(r, o) for o in roots)]
+    roots = sorted({os.path.realpath(f) for f in folders if os.path.isdir(f)})  # outer ones first
+    nested = {r for r in roots if any(o != r and _inside(r, o) for o in roots)}
+    entered: set[str] = set()  # the nested folders a walk went into
     for root in roots:
+        if root in entered:
+            continue
         ignores = {root: _Ignores().child("", _read_rules(Path(root, ".git", "info", "exclude"), root))}
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
             here = ignores.pop(dirpath)
+            if dirpath in nested:
+                entered.add(dirpath)
             entries += 1 + len(dirnames)  # folders count too: a tree of empty folders is bounded
             if _stopped(out, entries, max_entries, stop):
                 break
@@ -273,7 +281,11 @@ def _read_source(path: str, root: str, max_file_bytes: int,
         if os.path.getsize(real) > max_file_bytes:
             out.skipped["too large"] += 1
             return None
-        with open(real, "rb") as fh:
+        # O_NONBLOCK: a file swapped for a FIFO since the check above must not block the index
+        fd = os.open(real, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        with open(fd, "rb", closefd=True) as fh:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
             data = fh.read(max_file_bytes + 1)
     except OSError as e:
         log.debug("workspace: cannot read %s: %s", path, e)

@@ -48,10 +48,18 @@ WATCH_ID = "laya-workspace-watch"
 
 
 def _folder_path(uri: str | None) -> str | None:
-    """The local path of a ``file:`` URI (None for other schemes)."""
-    if not uri or not uri.startswith("file:"):
+    """The local path of a ``file:`` URI (None for other schemes, and for a URI that names no
+    absolute local path). The scheme's case does not matter, and ``file://localhost/x`` is
+    ``file:///x`` (RFC 8089; pygls made it ``//localhost/x``, no folder here, so such a client's
+    workspace was never indexed). A path that is not absolute (``file:///C:/x`` on a POSIX system
+    is ``c:/x``, ``file:x``) would be read relative to the server's working folder: never."""
+    if not uri or uri[:5].lower() != "file:":
         return None
-    return to_fs_path(uri)
+    uri = "file:" + uri[5:]
+    if uri[:17].lower() == "file://localhost/":
+        uri = "file:///" + uri[17:]
+    path = to_fs_path(uri)
+    return path if path and os.path.isabs(path) else None
 
 
 def _executor() -> ThreadPoolExecutor:
@@ -62,6 +70,15 @@ def watch_globs() -> list[str]:
     """Glob patterns for ``didChangeWatchedFiles``: each known language's extensions, .gitignore."""
     exts = sorted({e for lang in CODE_LANGUAGES for e in lang.extensions})
     return [f"**/*{e}" for e in exts] + ["**/.gitignore"]
+
+
+FOLDER_WATCH_GLOB = "**/*"
+FOLDER_WATCH_KIND = types.WatchKind.Create | types.WatchKind.Delete
+"""A watcher for folders created and deleted: a client reports a folder deleted, renamed or moved
+only as the folder's own event (VS Code sends nothing for the files under it that ``**/*.py``
+matches, microsoft/vscode#90746), so a deleted package's names were suggested until the next save.
+Change events are not asked for (every write of any file would come); a created or deleted path
+that is not a source file re-indexes only when it is a folder (:meth:`WorkspaceIndex.folder_event`)."""
 
 
 class WorkspaceIndex:
@@ -81,6 +98,9 @@ class WorkspaceIndex:
         self._watching = False
         self.last: WorkspaceFiles | None = None
         """What the last completed index read, less the texts (for logs and tests)."""
+        self._dirs: frozenset[str] = frozenset()
+        """The folders (real paths) that held the files of the last index, and the folders above
+        them up to the workspace folder: deleting one of them changes the index."""
 
     # -- folders -----------------------------------------------------------------------------------
     def configure(self, params: types.InitializeParams, options: InitializationOptions) -> None:
@@ -124,11 +144,41 @@ class WorkspaceIndex:
         name = os.path.basename(path)
         if for_path(name) not in CODE_LANGUAGES and name != ".gitignore":
             return False
+        return bool(self._roots_holding(path, parents_only=True))
+
+    def _roots_holding(self, path: str, parents_only: bool = False) -> list[tuple[str, str]]:
+        """``(folder, path relative to it)`` for each workspace folder holding ``path`` outside
+        the folders a walk never enters (the path's own name is not checked with
+        ``parents_only``)."""
+        out = []
         for root in self.folders.values():
-            rel = os.path.relpath(path, root)
+            try:
+                rel = os.path.relpath(path, root)
+            except ValueError:  # another drive (Windows)
+                continue
             parts = rel.split(os.sep)
-            if parts[0] != os.pardir and not any(p in SKIP_DIRS for p in parts[:-1]):
-                return True
+            if parts[0] != os.pardir and not any(p in SKIP_DIRS for p in (parts[:-1] if parents_only else parts)):
+                out.append((root, rel))
+        return out
+
+    def folder_event(self, change: types.FileEvent) -> bool:
+        """Whether a watched path that is not a source file changes the index: a folder deleted
+        that held indexed files (or was above them), or a folder created (moved or renamed) in the
+        workspace. Only a ``stat`` of a created path inside a folder; nothing is read."""
+        path = _folder_path(change.uri)
+        if path is None or change.type == types.FileChangeType.Changed:
+            return False
+        for root, rel in self._roots_holding(path):
+            if change.type == types.FileChangeType.Deleted:
+                real = os.path.normpath(os.path.join(os.path.realpath(root), rel))
+                if real in self._dirs:
+                    return True
+            elif not os.path.basename(path).endswith(".egg-info"):
+                try:
+                    if os.path.isdir(path) and not os.path.islink(path):
+                        return True
+                except (OSError, ValueError):
+                    pass
         return False
 
     # -- indexing ----------------------------------------------------------------------------------
@@ -172,6 +222,7 @@ class WorkspaceIndex:
                 outcome = "superseded" if generation != self.generation else "stopped"
                 return
             await asyncio.wrap_future(self._install(predictor, merged))
+            self._dirs = _dirs_above(files.paths, folders)
             files.texts, files.paths = {}, {}  # the counts are built: let the 30 MB of text go
             self.last = files
             outcome = f"{files.files} files, {files.bytes / 1e6:.1f} MB"
@@ -238,6 +289,7 @@ class WorkspaceIndex:
         self._pending = None
         self.throttle.cancel("workspace")
         self.last = None
+        self._dirs = frozenset()
         self.ls.bridge.submit_background(_drop_workspace, self.ls)
 
     def _watch(self) -> None:
@@ -250,7 +302,8 @@ class WorkspaceIndex:
 
     async def _register_watchers(self) -> None:
         options = types.DidChangeWatchedFilesRegistrationOptions(
-            watchers=[types.FileSystemWatcher(glob_pattern=g) for g in watch_globs()])
+            watchers=[types.FileSystemWatcher(glob_pattern=g) for g in watch_globs()]
+            + [types.FileSystemWatcher(glob_pattern=FOLDER_WATCH_GLOB, kind=FOLDER_WATCH_KIND)])
         try:
             await self.ls.client_register_capability_async(types.RegistrationParams(registrations=[
                 types.Registration(id=WATCH_ID, method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
@@ -262,6 +315,23 @@ class WorkspaceIndex:
         self.enabled = False
         self._stop.set()
         self.executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _dirs_above(paths: dict[str, list[str]], folders: list[str]) -> frozenset[str]:
+    """The folders of the indexed files (real paths, as the walk gives them) and those above them
+    up to their workspace folder."""
+    roots = {os.path.realpath(f) for f in folders}
+    roots = {r for r in roots if not any(o != r and r.startswith(o.rstrip(os.sep) + os.sep) for o in roots)}
+    out: set[str] = set()
+    for group in paths.values():
+        for p in group:
+            d = os.path.dirname(p)
+            while d not in out:
+                out.add(d)
+                if d in roots or os.path.dirname(d) == d:
+                    break
+                d = os.path.dirname(d)
+    return frozenset(out)
 
 
 def _drop_workspace(ls: LayaServer) -> None:
@@ -312,6 +382,7 @@ def did_save(ls: LayaServer, params: types.DidSaveTextDocumentParams) -> None:
 
 
 def did_change_watched_files(ls: LayaServer, params: types.DidChangeWatchedFilesParams) -> None:
-    changed = [c.uri for c in params.changes if ls.workspace_index.in_workspace(c.uri)]
+    index = ls.workspace_index
+    changed = [c.uri for c in params.changes if index.in_workspace(c.uri) or index.folder_event(c)]
     if changed:
         ls.workspace_index.request(f"{len(changed)} files changed, e.g. {changed[0]}")
