@@ -28,6 +28,13 @@ class Language:
     """Reserved words (completion items of kind Keyword rather than identifier)."""
     exclude_suffixes: tuple[str, ...] = ()
     """Endings that look like the language but are not typed code (``.d.ts`` declarations)."""
+    corpus_extensions: tuple[str, ...] | None = None
+    """The endings the training corpus takes (``laya corpus``); None: :attr:`extensions`. C takes
+    ``.c`` and ``.h`` only, while C++ and Objective-C documents and workspace files use C's filter."""
+
+    @property
+    def corpus_endings(self) -> tuple[str, ...]:
+        return self.corpus_extensions if self.corpus_extensions is not None else self.extensions
 
 
 def _kw(words: str) -> frozenset[str]:
@@ -61,10 +68,10 @@ RUST = Language(
         "loop match mod move mut pub ref return self Self static struct super trait true type unsafe "
         "use where while"))
 C = Language(
-    "c", ("c", "cpp", "c++", "objective-c"), (".c", ".h"),
+    "c", ("c", "cpp", "c++", "objective-c"), (".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx"),
     _kw("auto break case char const continue default do double else enum extern float for goto if "
         "inline int long register restrict return short signed sizeof static struct switch typedef "
-        "union unsigned void volatile while NULL"))
+        "union unsigned void volatile while NULL"), corpus_extensions=(".c", ".h"))
 
 PROSE = Language(
     "prose", ("markdown", "plaintext", "restructuredtext", "rst", "git-commit", "gitcommit", "scminput", "text",

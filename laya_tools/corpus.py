@@ -116,7 +116,7 @@ def _license_from_metadata(text: str) -> str:
 
 def _is_source(rel: str, lang: Language) -> bool:
     name = rel.lower()
-    return name.endswith(lang.extensions) and not name.endswith(lang.exclude_suffixes)
+    return name.endswith(lang.corpus_endings) and not name.endswith(lang.exclude_suffixes)
 
 
 def _fetch_pypi(pkg: Package, lang: Language, work: Path) -> dict[str, bytes]:

@@ -311,7 +311,7 @@ def workspace_files(f: EvalFile, typed: set[str]) -> list[tuple[str, str]]:
     pkg = f.package_dir.name
     for p in sorted(f.package_dir.rglob("*")):
         rel = p.relative_to(f.package_dir).as_posix()
-        if p.is_file() and f"{pkg}/{rel}" not in typed and p.name.lower().endswith(lang.extensions):
+        if p.is_file() and f"{pkg}/{rel}" not in typed and p.name.lower().endswith(lang.corpus_endings):
             out.append((rel, read_text(p)))
     return out
 

@@ -97,3 +97,13 @@ def test_server_picks_the_filter_by_language_id():
         assert "PrimaryKeyConstraint" in [i.label for i in c.complete()[0]]
     finally:
         c.shutdown()
+
+
+def test_cpp_files_use_the_c_filter_but_stay_out_of_the_c_corpus():
+    """A C++ project's own files (``.cpp``, ``.hpp``, ``.cc``) are indexed with the C filter that
+    ``cpp`` documents use; the training corpus and the evaluation stay on C proper."""
+    from engine.languages import C, for_path
+
+    for name in ("a.cpp", "b.hpp", "c.cc", "d.cxx", "e.hh", "f.c", "g.h"):
+        assert for_path(name) is C, name
+    assert C.corpus_endings == (".c", ".h")
