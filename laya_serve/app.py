@@ -143,7 +143,7 @@ def make_app(bridge: EngineBridge, generator: Generator, config: ServiceConfig |
         # what aiohttp's default expect handler does (a private function of aiohttp's)
         if request.version >= (1, 1):
             if request.headers.get("Expect", "").lower() != "100-continue":
-                raise web.HTTPExpectationFailed(text=f"Unknown Expect: {request.headers.get('Expect')}")
+                return _error(417, f"unknown Expect: {request.headers.get('Expect')!r} (only 100-continue)")
             await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
             request.writer.output_size = 0  # the body has not started
         return None

@@ -226,3 +226,16 @@ def test_expect_100_continue_then_the_body(server):
         while chunk := s.recv(65536):
             out += chunk
     assert b"HTTP/1.1 200" in out and b'"choices"' in out
+
+
+def test_an_unknown_expectation_is_a_json_417(server):
+    """Errors are JSON: an ``Expect`` other than 100-continue got aiohttp's plain-text 417."""
+    with socket.create_connection(server, timeout=60) as s:
+        s.sendall(b"POST /complete HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+                  b"Content-Length: 2\r\nExpect: teapot\r\n\r\n")
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+    head, _, body = out.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 417"), head
+    assert json.loads(body)["error"]["code"] == 417

@@ -103,9 +103,9 @@ def test_folder_moved_in_is_indexed(tmp_path: Path):
 
 
 def test_folder_events_that_change_nothing_start_no_index(tmp_path: Path):
-    """The real index code: only a folder that held indexed files, or a new folder, re-indexes;
-    a deleted log file, a new file of no known language, a folder under node_modules or outside
-    the workspace do not."""
+    """The real index code: only a folder that held indexed files, or a new folder holding a
+    source file, re-indexes; a deleted log file, a new file of no known language, a new empty
+    folder (a build's output), a folder under node_modules or outside the workspace do not."""
     from lsprotocol import types
 
     from laya_lsp.workspace import read_workspace
@@ -115,6 +115,8 @@ def test_folder_events_that_change_nothing_start_no_index(tmp_path: Path):
     (root / "a" / "b").mkdir(parents=True)
     (root / "a" / "b" / "m.py").write_text("x = 1\n")
     (root / "empty").mkdir()
+    (root / "moved" / "deep").mkdir(parents=True)
+    (root / "moved" / "deep" / "n.py").write_text("y = 2\n")
     (root / "node_modules" / "lib").mkdir(parents=True)
     (root / "build.log").write_text("log\n")
     (tmp_path / "elsewhere").mkdir()
@@ -123,16 +125,58 @@ def test_folder_events_that_change_nothing_start_no_index(tmp_path: Path):
     index._dirs = _dirs_above(read_workspace([root]).paths, [str(root)])
 
     def ev(path: Path, kind) -> bool:
-        return index.folder_event(types.FileEvent(uri=path.as_uri(), type=kind))
+        return index.folder_events([types.FileEvent(uri=path.as_uri(), type=kind)])
 
     deleted, created = types.FileChangeType.Deleted, types.FileChangeType.Created
     assert ev(root / "a", deleted) and ev(root / "a" / "b", deleted)
     assert not ev(root / "empty", deleted)  # held no indexed file
     assert not ev(root / "build.log", deleted) and not ev(root / "build.log", created)
-    assert ev(root / "empty", created)  # a folder moved in
+    assert ev(root / "moved", created)  # a folder moved in
+    assert not ev(root / "empty", created)  # nothing to index in it (yet)
     assert not ev(root / "node_modules" / "lib", created)
     assert not ev(tmp_path / "elsewhere", created)
     assert not ev(root / "a", types.FileChangeType.Changed)
+    index.shutdown()
+
+
+def test_a_build_s_storm_of_events_is_filtered_by_name(tmp_path: Path):
+    """A build creates thousands of files: with the folder watcher every one is reported. The
+    handler tests their names only (10,000 parsed and ``stat``-ed paths held the event loop ~1 s)
+    and looks at 64 folder-like paths at most, off the loop; none of them re-indexes."""
+    import asyncio
+
+    from lsprotocol import types
+
+    from laya_lsp import workspace_index as wi
+
+    root = tmp_path / "ws"
+    (root / "out").mkdir(parents=True)
+    index = wi.WorkspaceIndex(ls=None)
+    index.folders = {root.as_uri(): str(root)}
+    index.enabled = True
+    requested, looked_at = [], []
+    index.request = lambda reason, supersede=False: requested.append(reason)
+    real = index.folder_events
+    index.folder_events = lambda changes: (looked_at.append(len(changes)), real(changes))[1]
+
+    class Server:
+        workspace_index = index
+
+    created = types.FileChangeType.Created
+    changes = [types.FileEvent(uri=(root / "out" / f"obj{i}.o").as_uri(), type=created) for i in range(10_000)]
+    changes += [types.FileEvent(uri=(root / "out" / f"dir{i}").as_uri(), type=created) for i in range(100)]
+
+    async def run():
+        wi.did_change_watched_files(Server, types.DidChangeWatchedFilesParams(changes=changes))
+        for _ in range(100):
+            await asyncio.sleep(0.01)
+            if looked_at:
+                break
+        await asyncio.sleep(0.1)
+
+    asyncio.run(run())
+    assert looked_at == [wi.MAX_FOLDER_EVENTS]
+    assert requested == []
     index.shutdown()
 
 
