@@ -219,6 +219,8 @@ def read_workspace(folders: list[str | Path], *, max_files: int = MAX_FILES, max
             for name in sorted(dirnames):
                 rel = f"{rel_dir}/{name}" if rel_dir else name
                 path = os.path.join(dirpath, name)
+                if path in nested and rel.count("/") + 1 >= MAX_DEPTH // 2:
+                    continue  # a listed folder deep in this one: walked on its own, with its own depth
                 if deep:
                     out.skipped["too deep"] += 1
                 elif os.path.islink(path):

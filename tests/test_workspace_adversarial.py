@@ -248,3 +248,22 @@ def test_nested_folder_the_outer_walk_enters_is_read_once(tmp_path: Path):
     (root / "pkg" / "m.py").write_text("x = 1\n")
     files = read_workspace([root / "pkg", root])
     assert files.paths["python"] == [str((root / "pkg" / "m.py").resolve())]
+
+
+@pytest.mark.parametrize("depth", [40, 63, 64])
+def test_a_listed_folder_deep_in_another_is_read_whole(tmp_path: Path, depth: int):
+    """A listed folder that the outer folder's walk reaches near its depth limit was counted as
+    entered, and its sub-folders were cut as too deep: never read. It is walked on its own."""
+    import os
+
+    from laya_lsp.workspace import read_workspace
+
+    root = tmp_path / "ws"
+    inner = root.joinpath(*["d"] * (depth - 1), "inner")
+    (inner / "sub" / "more").mkdir(parents=True)
+    (inner / "top.py").write_text("def inner_top():\n    pass\n")
+    (inner / "sub" / "deep.py").write_text("def inner_sub():\n    pass\n")
+    (inner / "sub" / "more" / "m.py").write_text("x = 1\n")
+    read = read_workspace([root, inner])
+    names = sorted(os.path.relpath(p, inner) for group in read.paths.values() for p in group)
+    assert names == ["sub/deep.py", "sub/more/m.py", "top.py"]  # each once
