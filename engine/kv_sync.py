@@ -147,24 +147,12 @@ class KVSync:
         else:
             while lcp < n and cached[lcp] == ctx[lcp]:
                 lcp += 1
-        if self._shifts(lcp, len(ctx), len(cached)):
-            d = _find_shift(cached, ctx)
-            if d:
-                self.backend.shift(d)
-                del cached[:d]
-                self.stats["shifts"] += 1
-                return self._sync_tokens(ctx, fast)
+        if self._shifts(lcp, len(ctx), len(cached)) and self._shift_to(ctx):
+            return self._sync_tokens(ctx, fast)
         if self._short(fast, len(ctx) - lcp):
             # a stored window that leaves at most FAST_MIN_NEW tokens to prefill, else the short one
-            hit = self.windows.take(ctx, at_least=max(lcp + 1, len(ctx) - FAST_MIN_NEW))
-            if len(cached) >= 64:  # keep the window being left, to come back to
-                self.windows.put(cached, self.backend.swap(hit[1] if hit else None))
-                self.stats["stored_windows"] += 1
-            elif hit:
-                self.backend.swap(hit[1])
-            else:
-                self.backend.reset()
-            cached = self.cached = hit[0] if hit else []
+            hit = self._leave_window(ctx, at_least=max(lcp + 1, len(ctx) - FAST_MIN_NEW))
+            cached = self.cached
             if hit is None:  # the cache is empty: the full window is left to ``advance``
                 start = len(ctx) - SHORT_TOKENS
                 self.pending = PendingWindow(list(ctx), ctx[:start])
@@ -213,23 +201,11 @@ class KVSync:
         cached = self.cached
         lcp = common_prefix(cached, ctx)
         if lcp < len(cached):  # the cache diverges from ctx (later steps only extend a prefix of it)
-            if self._shifts(lcp, len(ctx), len(cached)):
-                d = _find_shift(cached, ctx)
-                if d:
-                    self.backend.shift(d)
-                    del cached[:d]
-                    self.stats["shifts"] += 1
-                    lcp = common_prefix(cached, ctx)
+            if self._shifts(lcp, len(ctx), len(cached)) and self._shift_to(ctx):
+                lcp = common_prefix(cached, ctx)
             if len(cached) - lcp > FAST_MIN_NEW:  # most of the cache would go: keep it, as a jump does
-                hit = self.windows.take(ctx, at_least=lcp + 1)
-                if len(cached) >= 64:  # keep the window being left, to come back to
-                    self.windows.put(cached, self.backend.swap(hit[1] if hit else None))
-                    self.stats["stored_windows"] += 1
-                elif hit:
-                    self.backend.swap(hit[1])
-                else:
-                    self.backend.reset()
-                cached = self.cached = hit[0] if hit else []
+                self._leave_window(ctx, at_least=lcp + 1)
+                cached = self.cached
                 lcp = common_prefix(cached, ctx)
         target = len(ctx) - 1
         if lcp >= target:
@@ -242,6 +218,31 @@ class KVSync:
         cached.extend(chunk)
         self.stats["prefetched_tokens"] += len(chunk)
         return len(cached) < target
+
+    def _shift_to(self, ctx: list[int]) -> bool:
+        """Drop the oldest cached tokens where the window slid so the cache starts as ``ctx``
+        does (the kept keys re-rotated: ``backend.shift``); False when no such shift exists."""
+        d = _find_shift(self.cached, ctx)
+        if d:
+            self.backend.shift(d)
+            del self.cached[:d]
+            self.stats["shifts"] += 1
+        return bool(d)
+
+    def _leave_window(self, ctx: list[int], at_least: int):
+        """Leave the cached window: keep it in the store (64 tokens or more, to come back to) and
+        take the stored window sharing the longest prefix with ``ctx`` (``at_least`` tokens),
+        else an empty cache. Returns the stored window taken, or None."""
+        hit = self.windows.take(ctx, at_least=at_least)
+        if len(self.cached) >= 64:
+            self.windows.put(self.cached, self.backend.swap(hit[1] if hit else None))
+            self.stats["stored_windows"] += 1
+        elif hit:
+            self.backend.swap(hit[1])
+        else:
+            self.backend.reset()
+        self.cached = hit[0] if hit else []
+        return hit
 
     def _shifts(self, lcp: int, n_ctx: int, n_cached: int) -> bool:
         """Whether a sync looks for a context shift: little of the context is cached as it is."""
