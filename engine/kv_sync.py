@@ -115,9 +115,7 @@ class KVSync:
         pend = self.pending
         if pend is not None:
             if pend.done:  # the full window is ready: it replaces the short one
-                self.backend.swap(pend.state)
-                self.cached = pend.cached
-                self.pending = None
+                self._install_pending()
             else:
                 if len(ctx) > pend.start and ctx[: pend.start] == pend.head:
                     sub = ctx[pend.start :]  # still maps onto the short window
@@ -189,13 +187,10 @@ class KVSync:
         Returns:
             True while there is more to prefill.
         """
-        pend = self.pending
-        if pend is not None:
-            if not pend.done:
+        if self.pending is not None:
+            if not self.pending.done:
                 return False
-            self.backend.swap(pend.state)
-            self.cached = pend.cached
-            self.pending = None
+            self._install_pending()
         if self.speculated:
             self._settle_speculation(ctx)
         cached = self.cached
@@ -218,6 +213,12 @@ class KVSync:
         cached.extend(chunk)
         self.stats["prefetched_tokens"] += len(chunk)
         return len(cached) < target
+
+    def _install_pending(self) -> None:
+        """The full window prefilled behind a short one (done) becomes the cache."""
+        self.backend.swap(self.pending.state)
+        self.cached = self.pending.cached
+        self.pending = None
 
     def _shift_to(self, ctx: list[int]) -> bool:
         """Drop the oldest cached tokens where the window slid so the cache starts as ``ctx``

@@ -70,9 +70,7 @@ async def predict_at(ls: LayaServer, uri: str, position: types.Position, kind: s
         asyncio.CancelledError: when the client cancelled the request (the engine job is stopped).
     """
     ticket = take_ticket(ls, uri, kind)
-    if ls.prefetch_timer is not None:  # this decision replaces the prefetch of the edit before it
-        ls.prefetch_timer.cancel()
-        ls.prefetch_timer = None
+    cancel_prefetch(ls)  # this decision replaces the prefetch of the edit before it
     await debounce(ls.options.debounce_ms)
     doc = ls.open_document(uri)
     if doc is None:
@@ -115,7 +113,6 @@ def _predict_job(predictor: Any, sequencer: Sequencer, ticket: Ticket, ctx: Curs
                              want_line=want_line, stop=current_stop(), language=language)
 
 
-
 PREFETCH_AFTER_S = 0.02
 """Quiet time after an edit before :func:`prefetch_after_change` cuts the context at the cursor
 (~60 us on the event loop for a 12 KB document, ~0.4 ms for a 2.4 MB one): a completion request
@@ -131,13 +128,19 @@ def prefetch_after_change(ls: LayaServer, uri: str) -> None:
     completion or inline completion request cancels it (its decision replaces it). Nothing
     is done while the document's model is loading or for a cursor past the end; the engine job
     only records the context, and the prefill runs in idle steps, which any request interrupts."""
-    if ls.prefetch_timer is not None:
-        ls.prefetch_timer.cancel()
+    cancel_prefetch(ls)
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:  # called outside the server's event loop (a handler called directly)
         return
     ls.prefetch_timer = loop.call_later(PREFETCH_AFTER_S, _prefetch, ls, uri)
+
+
+def cancel_prefetch(ls: LayaServer) -> None:
+    """Drop the pending :func:`prefetch_after_change` (a request came, or the server shuts down)."""
+    if ls.prefetch_timer is not None:
+        ls.prefetch_timer.cancel()
+        ls.prefetch_timer = None
 
 
 def _prefetch(ls: LayaServer, uri: str) -> None:

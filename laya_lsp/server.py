@@ -241,8 +241,7 @@ async def on_initialized(ls: LayaServer, params: types.InitializedParams) -> Non
 
 
 def on_shutdown(ls: LayaServer, params: None) -> None:
-    if ls.prefetch_timer is not None:
-        ls.prefetch_timer.cancel()
+    predictions.cancel_prefetch(ls)
     ls.workspace_index.shutdown()
     ls.system2.shutdown()
     ls.bridge.shutdown()
