@@ -22,7 +22,7 @@ from pygls.workspace.position_codec import PositionCodec
 
 from laya_lsp.text_document import LspTextDocument
 from test_nvim_client import NVIM
-from test_nvim_typing import LAYA_LSP, OPEN_AND_WARM, README, readme_setup
+from test_nvim_typing import LAYA_LSP, MENU_SNAP, OPEN_AND_WARM, README, readme_setup
 from test_nvim_typing import pytestmark as needs_nvim  # skipped, saying why, without Neovim
 
 PY = '''import json
@@ -59,7 +59,7 @@ local function finish(err)
   vim.fn.writefile({ vim.json.encode(out) }, P.out)
   vim.cmd('qa!')
 end
-""" + OPEN_AND_WARM + r"""local i = 0
+""" + MENU_SNAP + OPEN_AND_WARM + r"""local i = 0
 local function step()
   i = i + 1
   local key = P.keys[i]
@@ -73,13 +73,7 @@ local function step()
     vim.api.nvim_input(key.input)
   end
   vim.defer_fn(function()
-    local info = vim.fn.complete_info({ 'pum_visible', 'items', 'selected' })
-    local words = {}
-    for _, item in ipairs(info.items or {}) do
-      table.insert(words, item.word)
-    end
-    table.insert(out.snaps, { input = key.input or key.lua, line = vim.api.nvim_get_current_line():sub(-200),
-      pum = info.pum_visible == 1, selected = info.selected, words = words })
+    table.insert(out.snaps, menu_snap(key.input or key.lua))
     step()
   end, key.gap_ms or 150)
 end

@@ -12,14 +12,11 @@ Skipped, saying why, without Emacs and eglot (``tests/test_emacs_eglot.py``).
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import subprocess
 
 import pytest
 
-from test_emacs_eglot import EMACS, LAYA_BIN, README, REASON, SOURCE, readme_snippet
+from test_emacs_eglot import README, REASON, run_eglot
 
 pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 
@@ -81,22 +78,9 @@ def test_the_readme_settings_example_takes_effect(tmp_path):
     assert ":json-false" in example, (
         f"the README's example {example} shows no false option as :json-false: Emacs users write "
         "nil, which eglot sends as null, and the option silently stays on")
-    project = tmp_path / "project"
-    (project / ".git").mkdir(parents=True)
-    source = project / "reader.py"
-    source.write_text(SOURCE, encoding="utf-8")
-    setup, driver, out = tmp_path / "setup.el", tmp_path / "driver.el", tmp_path / "out.json"
-    setup.write_text(readme_snippet(), encoding="utf-8")
+    driver = tmp_path / "driver.el"
     driver.write_text(DRIVER, encoding="utf-8")
-    env = {**os.environ, "PATH": f"{LAYA_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-           "HOME": str(tmp_path), "HF_HUB_OFFLINE": "1", "LAYA_EMACS_SETUP": str(setup),
-           "LAYA_EMACS_FILE": str(source), "LAYA_EMACS_OUT": str(out), "LAYA_EMACS_CONFIG": example}
-    proc = subprocess.run([EMACS, "--batch", "-l", str(driver)], cwd=project, env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert out.exists(), f"emacs wrote no result (rc {proc.returncode}):\n{proc.stderr[-3000:]}"
-    got = json.loads(out.read_text())
-    context = f"\n{json.dumps(got, indent=1)}\n--- emacs ---\n{proc.stderr[-3000:]}"
-    assert "error" not in got, got["error"] + context
+    got, context = run_eglot(tmp_path, driver, LAYA_EMACS_CONFIG=example)
 
     # every option of the example is applied, with its value (:json-false is False)
     applied = got["example"]

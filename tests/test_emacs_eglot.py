@@ -60,7 +60,10 @@ def readme_snippet() -> str:
     return blocks[0]
 
 
-def test_eglot_completes_through_the_server(tmp_path):
+def run_eglot(tmp_path: Path, driver: Path, **env: str) -> tuple[dict, str]:
+    """Run ``driver`` in Emacs (batch) with the README's snippet loaded, on a copy of ``SOURCE``
+    in a project folder: returns the JSON the driver wrote (``LAYA_EMACS_OUT``) and a context
+    string for assertion messages (that JSON and Emacs's stderr). ``env``: more variables."""
     project = tmp_path / "project"
     (project / ".git").mkdir(parents=True)
     source = project / "reader.py"
@@ -70,13 +73,18 @@ def test_eglot_completes_through_the_server(tmp_path):
     out = tmp_path / "out.json"
     env = {**os.environ, "PATH": f"{LAYA_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
            "HOME": str(tmp_path), "HF_HUB_OFFLINE": "1", "LAYA_EMACS_SETUP": str(setup),
-           "LAYA_EMACS_FILE": str(source), "LAYA_EMACS_OUT": str(out)}
-    proc = subprocess.run([EMACS, "--batch", "-l", str(DRIVER)], cwd=project, env=env,
+           "LAYA_EMACS_FILE": str(source), "LAYA_EMACS_OUT": str(out), **env}
+    proc = subprocess.run([EMACS, "--batch", "-l", str(driver)], cwd=project, env=env,
                           capture_output=True, text=True, timeout=300)
     assert out.exists(), f"emacs wrote no result (rc {proc.returncode}):\n{proc.stderr[-3000:]}"
     got = json.loads(out.read_text())
     context = f"\n{json.dumps(got, indent=1)}\n--- emacs ---\n{proc.stderr[-3000:]}"
     assert "error" not in got, got["error"] + context
+    return got, context
+
+
+def test_eglot_completes_through_the_server(tmp_path):
+    got, context = run_eglot(tmp_path, DRIVER)
     assert got["mode"] == "python-mode", context
     assert got["prefix"] == "lo", context
     candidates = got["candidates"]

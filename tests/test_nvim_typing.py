@@ -76,6 +76,18 @@ MENU_CHECKS = [
 
 ACCEPT_LINE = "        y = self.sc"  # typed, then <C-n><C-y>: the first item replaces "sc"
 
+MENU_SNAP = r"""local function menu_snap(input)
+  local info = vim.fn.complete_info({ 'pum_visible', 'items', 'selected' })
+  local words = {}
+  for _, item in ipairs(info.items or {}) do
+    table.insert(words, item.word)
+  end
+  return { input = input, line = vim.api.nvim_get_current_line():sub(-200),
+    pum = info.pum_visible == 1, selected = info.selected, words = words }
+end
+"""
+"""Lua: ``menu_snap(input)``, the completion menu and the line after a key (both harnesses)."""
+
 OPEN_AND_WARM = r"""local ok, err = pcall(function()
   vim.cmd.edit(vim.fn.fnameescape(P.file))
   local client
@@ -114,7 +126,7 @@ local function finish(err)
 end
 
 vim.lsp.log.set_level('info')
-""" + OPEN_AND_WARM + r"""
+""" + MENU_SNAP + OPEN_AND_WARM + r"""
 vim.api.nvim_input('A') -- insert mode at the end of the last line, as a user would start
 local i = 0
 local function step()
@@ -127,15 +139,9 @@ local function step()
   end
   vim.api.nvim_input(key.input)
   vim.defer_fn(function()
-    local info = vim.fn.complete_info({ 'pum_visible', 'items', 'selected' })
-    local words = {}
-    for _, item in ipairs(info.items or {}) do
-      table.insert(words, item.word)
-    end
-    table.insert(out.snaps, {
-      input = key.input, line = vim.api.nvim_get_current_line():sub(-200), t = vim.uv.now(),
-      pum = info.pum_visible == 1, selected = info.selected, words = words,
-    })
+    local snap = menu_snap(key.input)
+    snap.t = vim.uv.now()
+    table.insert(out.snaps, snap)
     step()
   end, key.gap_ms)
 end
