@@ -77,6 +77,16 @@ def _in_turn(live: dict, rnd: random.Random) -> list:
     return order
 
 
+def _ask_in_turn(live: dict, turns: random.Random, offset: int, out: dict, timed: bool, kind: str) -> None:
+    """One completion at ``offset`` from each server, in a new random order (:func:`_in_turn`);
+    when ``timed``, its round trip goes to the server's ``all`` and ``kind`` lists in ``out``."""
+    for s in _in_turn(live, turns):
+        dt = s.complete(offset)
+        if timed:
+            out[s.name]["all"].append(dt)
+            out[s.name][kind].append(dt)
+
+
 def bench_jumps(text: str, servers: dict[str, tuple[dict | None, dict | None]], warmup: int = 100,
                 runs: int = 1000, keys: int = 10, seed: int = 0, model=None, gap: float = 0.0) -> dict:
     """Time completion round trips after jumps, servers side by side.
@@ -107,11 +117,7 @@ def bench_jumps(text: str, servers: dict[str, tuple[dict | None, dict | None]], 
             for k in range(1, keys + 1):
                 for s in live.values():
                     s.edit(p + k - 1, p + k - 1, typed[k - 1])
-                for s in _in_turn(live, turns):
-                    dt = s.complete(p + k)
-                    if n >= warmup:
-                        out[s.name]["all"].append(dt)
-                        out[s.name]["after_jump" if k == 1 else "typing"].append(dt)
+                _ask_in_turn(live, turns, p + k, out, n >= warmup, "after_jump" if k == 1 else "typing")
                 n += 1
                 if gap:
                     time.sleep(gap)
@@ -155,11 +161,7 @@ def bench_typing(text: str, servers: dict[str, tuple[dict | None, dict | None]],
                 s.edit(pos, pos, ch)
             pos += 1
             if ch.isalnum() or ch == "_":
-                for s in _in_turn(live, turns):
-                    dt = s.complete(pos)
-                    if n >= warmup:
-                        out[s.name]["all"].append(dt)
-                        out[s.name]["after_other" if quiet >= 8 else "typing"].append(dt)
+                _ask_in_turn(live, turns, pos, out, n >= warmup, "after_other" if quiet >= 8 else "typing")
                 n += 1
                 quiet = 0
             else:
@@ -210,11 +212,7 @@ def bench_pastes(text: str, servers: dict[str, tuple[dict | None, dict | None]],
                 for s in live.values():
                     s.edit(pos, pos, text[pos])
                 pos += 1
-                for s in _in_turn(live, turns):
-                    dt = s.complete(pos)
-                    if n >= warmup:
-                        out[s.name]["all"].append(dt)
-                        out[s.name]["after_paste" if k == 1 else "typing"].append(dt)
+                _ask_in_turn(live, turns, pos, out, n >= warmup, "after_paste" if k == 1 else "typing")
                 n += 1
                 if gap:
                     time.sleep(gap)
