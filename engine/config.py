@@ -99,7 +99,7 @@ class EngineConfig:
     of the last ``engine.context.RECENT_LINES`` complete lines share it (tune packages, 6 files x
     6,000 characters per language: keystrokes saved 48.44 -> 48.96% over all six languages; 3, 6
     and 10 lines and 0.05-0.2 all within 0.2 points of that). ``long`` also comes on top: the
-    document's long-context matches (``engine.lexicon.DocLexicon.followers``; tune packages:
+    document's long-context matches (``engine.pieces.DocLexicon.followers``; tune packages:
     48.96 -> 49.96%, 0.2-0.8 all within 0.15 points of that), and ``wlong`` too: the workspace
     files' long-context matches (tune packages with the workspace: 56.52 -> 57.91%), and ``seg``:
     compound candidates, the typed head of an identifier plus a segment of the document's or the

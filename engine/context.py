@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter, OrderedDict
 from typing import Callable
 
-from .lexicon import IDENT_START, MIN_WORD_LEN, PIECE_RE
+from .pieces import IDENT_START, MIN_WORD_LEN, PIECE_RE
 
 MAX_LINE_CHARS = 4000
 """A longer line is cut to its last this-many characters before tokenizing (huge minified lines)."""

@@ -145,7 +145,7 @@ class LineIndex:
         """Count ``texts``' lines (the first ``max_bytes`` of distinct ones, in order of the texts)."""
         from collections import Counter
 
-        from .lexicon import StringArray
+        from .string_array import StringArray
 
         seen: Counter = Counter()
         size = 0

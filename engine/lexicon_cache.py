@@ -134,7 +134,7 @@ def _bytes(file: Path):
 
 
 def _open(cls, folder: Path):
-    from .lexicon import StringArray
+    from .string_array import StringArray
 
     strings = {}
     for name in STRINGS:

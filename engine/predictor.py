@@ -8,7 +8,7 @@ One decision, for a text before the cursor:
    previous call, trims the rest (the rollback on deletion) and prefills only the new tokens.
    While the user types inside one word the context does not change, so there is no forward pass
    at all: only re-filtering and re-ranking of the scored pool.
-3. The n-gram filter (``engine.lexicon.pool``) picks up to ``pool_size`` identifiers starting with
+3. The n-gram filter (``engine.pool.PoolBuilder``) picks up to ``pool_size`` identifiers starting with
    the typed prefix; the network scores their first BPE tokens through a pool head (the tied
    embedding rows of those tokens only, not the whole vocabulary).
 4. The network's word probability is ``P_net(w) = P(first(w)) P_prior(w | first(w))``: it decides
@@ -41,9 +41,10 @@ from .context import ContextWindow, LineCache
 from .imports import (DEFINES, IMPORTING, ImportIndex, from_import_at, load_module_members,
                       module_name_at, next_parts, resolve_module)
 from .languages import BY_NAME, UNKNOWN, Language
-from .lexicon import (LONG_MIN, CorpusLexicon, DocLexicon, PieceIndex, PoolBuilder, context_keys,
-                      merge_lexicons, pieces)
+from .lexicon import CorpusLexicon, merge_lexicons
 from .model_io import ModelLoadError
+from .pieces import LONG_MIN, DocLexicon, PieceIndex, context_keys, pieces
+from .pool import PoolBuilder
 from .text import in_number, word_prefix
 from .tokenizer import EOS, load_tokenizer
 from .types import Candidate

@@ -1,7 +1,7 @@
 """The dict-based candidate filter as it was before the array rewrite (commit e7d7905), kept as the
 ranking oracle of ``tests/test_lexicon_arrays.py``: the array code must build the same pools.
 Only what the oracle needs is kept (no file loading, checking or counting); do not change its
-ranking: a ranking change goes into ``engine/lexicon.py`` and this file's pools stop matching by
+ranking: a ranking change goes into ``engine/pool.py`` and this file's pools stop matching by
 design, so the parity test is then updated or retired with it."""
 
 

@@ -92,7 +92,7 @@ def test_pick_files_keeps_splits_apart(tmp_path: Path):
 
 def test_tune_prior_shift_moves_mass_and_keeps_the_sum():
     from laya_tools.tune import _shift
-    from engine.lexicon import WEIGHTS
+    from engine.pool import WEIGHTS
 
     to_doc = _shift(WEIGHTS, True)
     assert abs(sum(to_doc.values()) - 1.0) < 1e-3

@@ -1,4 +1,4 @@
-"""The array-based candidate filter (``engine.lexicon``) against the dict-based one it replaced
+"""The array-based candidate filter (``engine.lexicon``, ``engine.pool``) against the dict-based one it replaced
 (``tests/reference_lexicon.py``): the same pools, priors and first tokens on real text, for the
 shipped lexicons and for a workspace merge; and the string arrays' lookups against Python's."""
 
@@ -15,6 +15,9 @@ import numpy as np
 import pytest
 
 from engine import lexicon as new
+from engine import string_array
+from engine.pieces import PIECE_RE, PIECES_CHUNK, DocLexicon, context_keys, pieces
+from engine.pool import WEIGHTS, PoolBuilder
 from tests import reference_lexicon as old
 
 MODEL = Path(__file__).resolve().parent.parent / "engine" / "models" / "laya-code"
@@ -48,7 +51,7 @@ def lexicons(tmp_path_factory):
 
 def test_string_array_lookups_match_python():
     words = sorted({"a", "ab", "abc", "b", "é", "éa", "z_1", "日本", "x" * 300, "😀x", "Zeta", "_x"})
-    sa = new.StringArray.from_strings(words)
+    sa = string_array.StringArray.from_strings(words)
     assert len(sa) == len(words) and list(sa) == words and [sa[i] for i in range(len(sa))] == words
     for p in ["", "a", "ab", "abcd", "é", "日", "😀", "x", "Z", "_", "q", "\U0010ffff"]:
         lo = bisect.bisect_left(words, p)
@@ -57,26 +60,26 @@ def test_string_array_lookups_match_python():
     assert sa.find_many(queries).tolist() == [words.index(q) if q in words else -1 for q in queries]
     assert [sa.find(q) for q in queries] == [words.index(q) if q in words else -1 for q in queries]
     # the NumPy hash and the one-string Python hash agree
-    h = new._hash_all(sa.data, sa.starts)
-    assert h.tolist() == [new._hash_one(w.encode("utf-8")) for w in words]
-    empty = new.StringArray(b"")
+    h = string_array._hash_all(sa.data, sa.starts)
+    assert h.tolist() == [string_array._hash_one(w.encode("utf-8")) for w in words]
+    empty = string_array.StringArray(b"")
     assert len(empty) == 0 and empty.find("a") == -1 and empty.prefix_range("a") == (0, 0)
     assert empty.find_many(["a"]).tolist() == [-1]
 
 
 def test_hash_collisions_resolve_by_bytes(monkeypatch):
-    sa = new.StringArray.from_strings(["aa", "bb", "cc"])
-    monkeypatch.setattr(new, "_hash_one", lambda b: 7)
-    monkeypatch.setattr(new, "_hash_all", lambda data, starts: np.full(len(starts) - 1, 7, np.uint64))
+    sa = string_array.StringArray.from_strings(["aa", "bb", "cc"])
+    monkeypatch.setattr(string_array, "_hash_one", lambda b: 7)
+    monkeypatch.setattr(string_array, "_hash_all", lambda data, starts: np.full(len(starts) - 1, 7, np.uint64))
     assert [sa.find(w) for w in ("aa", "bb", "cc", "dd")] == [0, 1, 2, -1]
     assert sa.find_many(["cc", "dd", "aa"]).tolist() == [2, -1, 0]
 
 
 def test_pieces_cut_at_line_ends_are_the_same():
     text = TEXT * 5 + "tail_without_newline"
-    whole = [p for p in new.PIECE_RE.findall(text) if not (p[0] in " \t" or (p.isspace() and p != "\n"))]
-    assert len(text) > 10 * new.PIECES_CHUNK / 2 and new.pieces(text) == whole == old.pieces(text)
-    assert new.pieces("x" * 20000) == ["x" * 20000]  # no line end to cut at
+    whole = [p for p in PIECE_RE.findall(text) if not (p[0] in " \t" or (p.isspace() and p != "\n"))]
+    assert len(text) > 10 * PIECES_CHUNK / 2 and pieces(text) == whole == old.pieces(text)
+    assert pieces("x" * 20000) == ["x" * 20000]  # no line end to cut at
 
 
 def _contexts(text: str, every: int = 7):
@@ -93,14 +96,14 @@ def _same_pools(pair_old, pair_new, text: str, with_doc: bool = True) -> int:
     once a second (what the new implementation remembers per document must follow it)."""
     lex_old, lex_new = pair_old, pair_new
     pb_old = old.PoolBuilder(lex_old, _first_token)
-    pb_new = new.PoolBuilder(lex_new, _first_token)
+    pb_new = PoolBuilder(lex_new, _first_token)
     doc_text = text[: len(text) // 2]
-    d_old, d_new = (old.DocLexicon(doc_text), new.DocLexicon(doc_text)) if with_doc else (None, None)
+    d_old, d_new = (old.DocLexicon(doc_text), DocLexicon(doc_text)) if with_doc else (None, None)
     checked = 0
     window_key = None
     for k, (before, word) in enumerate(_contexts(text)):
         if with_doc and k % 40 == 39:
-            d_old, d_new = old.DocLexicon(before), new.DocLexicon(before)
+            d_old, d_new = old.DocLexicon(before), DocLexicon(before)
         lines = before.split("\n")
         key = len(lines)
         if key != window_key:  # a new Counter once per line, as ContextWindow does
@@ -225,12 +228,12 @@ def test_recent_lines_raise_their_identifiers(lexicons):
     """The prior's ``recent`` weight goes to the identifiers of the last complete lines: with it,
     a name used just above outranks one the window only mentions once, long ago."""
     lex = lexicons["python"][1]
-    weights = dict(new.WEIGHTS)
+    weights = dict(WEIGHTS)
     window = Counter({"zzz_far_name": 1, "zzz_near_name": 1})
-    keys = new.context_keys(new.pieces("x = "))
+    keys = context_keys(pieces("x = "))
     scored = {}
     for rec in (0.0, 0.1):
-        pb = new.PoolBuilder(lex, _first_token, {**weights, "recent": rec})
+        pb = PoolBuilder(lex, _first_token, {**weights, "recent": rec})
         pb.begin(keys, None, window, [], ["zzz_near_name"] if rec else [])
         words, prior, _ = pb.candidates("zzz_", 16)
         scored[rec] = dict(zip([words[i] for i in range(len(words))], prior))
