@@ -8,9 +8,13 @@ environments (a folder named ``.venv``/``venv`` or holding ``pyvenv.cfg``) or bu
 skips binary files (a NUL byte in the first 8 KB, unless the file starts with a UTF-16 byte order
 mark; files that are not UTF-8 are read as Windows-1252), files over 1 MB, symbolic links (a file
 linked from inside the folder is read where it lies, if it is not skipped there) and folders nested
-over 64 deep, and stops at 20,000 files, 30 MB of text or 500,000 directory entries. It reads
-nothing outside the folders: not the user's global git excludes, not a symlinked folder (never
-followed), not the rules of a ``.git`` linked elsewhere.
+over 64 deep, and stops at 20,000 files, 30 MB of text or 500,000 directory entries. Rules files
+are bounded too: one that is not a regular file (a link, a FIFO), is binary or does not fit in the
+512 KB read in one walk is ignored, and at most 2,000 patterns are in force in a folder, 10,000 in a
+walk (with a warning in the log). It reads nothing outside the folders: not the user's global git
+excludes, not a symlinked folder (never followed), not the rules of a ``.git`` linked elsewhere; a
+file is opened without following a link, so one swapped for a link after it was listed is not
+read through it.
 """
 
 from __future__ import annotations
@@ -94,17 +98,59 @@ def _costly(line: str) -> bool:
     return _wildcards(line) > MAX_PATTERN_STARS
 
 
+MAX_RULES_BYTES = 512_000
+"""Most bytes of rules files (``.gitignore``, ``.git/info/exclude``) read in one walk, all of them
+together; a file that does not fit in what is left is ignored whole, with a warning (git ignores
+one over 100 MB). pathspec compiles each line to a regular expression in Python, up to ~5 us a
+byte: a 900 KB ``.gitignore`` of random bytes took 12 s."""
+MAX_RULES = 10_000
+"""Most pattern lines compiled in one walk, all rules files together (~0.2 ms each: a 0.9 MB
+``.gitignore`` of 120,000 short lines took 25 s); the lines past it are dropped, with a warning."""
+MAX_RULES_IN_FORCE = 2_000
+"""Most patterns in force in one folder (its ``.gitignore``'s and those of the folders above it):
+every file and folder is checked against each of them (~0.3 us each; 120,000 patterns cost 30 ms
+a file, 10 minutes for 20,000 files). A rules file's lines past it are dropped, with a warning."""
+MAX_RULES_WARNINGS = 10
+"""Warnings about rules files logged in one walk; the others go to the debug log, counted in a
+last warning (a tree of 10,000 oversized ``.gitignore`` files must not flood the log)."""
+
+
+@dataclass
+class _RulesBudget:
+    """What is left of one walk's bounds on rules files, and its warnings about them."""
+
+    bytes: int = MAX_RULES_BYTES
+    lines: int = MAX_RULES
+    warnings: int = 0
+
+    def warn(self, msg: str, *args) -> None:
+        self.warnings += 1
+        log.log(logging.WARNING if self.warnings <= MAX_RULES_WARNINGS else logging.DEBUG,
+                "workspace: " + msg, *args)
+
+
+def _patterns(lines: list[str], room: int, where: str, budget: _RulesBudget) -> list[str]:
+    """The lines of a rules file worth compiling: no blank line or comment, no line too costly to
+    match (:data:`MAX_PATTERN_STARS`), and the first ``room`` of the others; what is dropped is
+    warned about once per file."""
+    lines = [line for line in lines if line.strip() and not line.startswith("#")]
+    costly = [line for line in lines if _costly(line)]
+    if costly:
+        budget.warn("%s: %d line(s) dropped (over %d wildcards: too slow to match), e.g. %r",
+                    where, len(costly), MAX_PATTERN_STARS, costly[0][:200])
+        lines = [line for line in lines if not _costly(line)]
+    if len(lines) > room:
+        budget.warn("%s: %d of its %d patterns dropped (at most %d in force in a folder, %d in a "
+                    "walk)", where, len(lines) - max(room, 0), len(lines), MAX_RULES_IN_FORCE, MAX_RULES)
+        lines = lines[:max(room, 0)]
+    return lines
+
+
 def _specs(lines: list[str]) -> tuple[pathspec.GitIgnoreSpec, pathspec.PathSpec]:
     """One ``.gitignore``'s rules for files (``GitIgnoreSpec``: git's rules) and for folders (plain
     last-match-wins: ``GitIgnoreSpec`` lets ``*`` win over a later ``!*/`` for a folder, which
     would hide every folder of the common "ignore all but ..." idiom). A line git would not take
-    (``!`` alone, ``[z-a]``, a trailing ``\\``) is dropped; the others stay in force, as in git.
-    A line too costly to match (:data:`MAX_PATTERN_STARS`) is dropped too, with a warning."""
-    if any(map(_costly, lines)):
-        for line in filter(_costly, lines):
-            log.warning("workspace: .gitignore line %r dropped (over %d wildcards: "
-                        "too slow to match)", line[:200], MAX_PATTERN_STARS)
-        lines = [line for line in lines if not _costly(line)]
+    (``!`` alone, ``[z-a]``, a trailing ``\\``) is dropped; the others stay in force, as in git."""
     try:
         return pathspec.GitIgnoreSpec.from_lines(lines), pathspec.PathSpec.from_lines("gitignore", lines)
     except (ValueError, re.error):
@@ -126,8 +172,16 @@ class _Ignores:
 
     def __init__(self, rules: tuple[tuple[str, pathspec.GitIgnoreSpec, pathspec.PathSpec], ...] = ()) -> None:
         self.rules = rules
+        self.count = sum(len(files.patterns) for _, files, _ in rules)
+        """Patterns in force (bounded by :data:`MAX_RULES_IN_FORCE`)."""
 
-    def child(self, base: str, lines: list[str]) -> _Ignores:
+    def child(self, base: str, lines: list[str], where: str, budget: _RulesBudget) -> _Ignores:
+        """With the rules of the file ``where`` (its ``lines``) of the folder ``base``, within
+        what is left of ``budget`` (its lines are taken from it)."""
+        lines = _patterns(lines, min(MAX_RULES_IN_FORCE - self.count, budget.lines), where, budget)
+        if not lines:
+            return self
+        budget.lines -= len(lines)
         files, folders = _specs(lines)
         return _Ignores(self.rules + ((base, files, folders),)) if len(files.patterns) else self
 
@@ -143,17 +197,58 @@ class _Ignores:
         return verdict
 
 
-def _read_rules(path: Path, root: str) -> list[str]:
-    """The lines of a rules file inside ``root`` (none for a file reached through a symbolic link
-    out of it, as ``.git`` linked elsewhere would be); a UTF-8 byte order mark is dropped, as git
-    drops it."""
+def _read_rules(path: str, root: str, budget: _RulesBudget) -> list[str]:
+    """The lines of a rules file inside ``root``, within what is left of ``budget``'s bytes (taken
+    from it); a UTF-8 byte order mark is dropped, as git drops it. No lines (with a warning, or an
+    info line) for a file that is not a regular file (a symbolic link, which git does not follow either,
+    a folder, a FIFO, which must never block the walk), is reached through a link out of ``root``
+    (``.git`` linked elsewhere), does not fit in the budget or is binary (a NUL byte in its first
+    :data:`BINARY_PROBE` bytes)."""
     try:
-        if (path.is_symlink() or not path.is_file() or not _inside(os.path.realpath(path), root)
-                or path.stat().st_size > MAX_FILE_BYTES):
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            log.info("workspace: %s ignored (not a regular file)", path)
             return []
-        return path.read_text("utf-8-sig", errors="replace").splitlines()
-    except OSError:
+        if not _inside(os.path.realpath(path), root):
+            return []
+        data = _read_regular(path, budget.bytes)
+    except (FileNotFoundError, NotADirectoryError):  # no .git/info/exclude (or .git is a file)
         return []
+    except OSError as e:
+        log.info("workspace: %s ignored (%s)", path, e)
+        return []
+    if data is None:
+        log.info("workspace: %s ignored (not a regular file)", path)
+        return []
+    if len(data) > budget.bytes:
+        budget.warn("%s ignored (over the %d KB of rules files read in one walk)", path,
+                    MAX_RULES_BYTES // 1000)
+        return []
+    if b"\0" in data[:BINARY_PROBE]:
+        budget.warn("%s ignored (binary)", path)
+        return []
+    budget.bytes -= len(data)
+    return data.decode("utf-8-sig", errors="replace").splitlines()
+
+
+def _read_regular(path: str, limit: int) -> bytes | None:
+    """At most ``limit + 1`` bytes of the regular file ``path`` (None for anything else: what
+    ``path`` names is checked once opened, without following a link or waiting on a FIFO, so a
+    file swapped since it was listed cannot block the walk or read elsewhere). A file whose size
+    is over ``limit`` is not read: ``limit + 1`` empty bytes stand for it.
+
+    Raises:
+        OSError: it cannot be opened or read (gone, a link, no permission).
+    """
+    flags = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+             | getattr(os, "O_BINARY", 0))
+    fd = os.open(path, flags)
+    with open(fd, "rb", closefd=True) as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        if st.st_size > limit:
+            return bytes(limit + 1)
+        return fh.read(limit + 1)
 
 
 def _stopped(out: WorkspaceFiles, entries: int, max_entries: int, stop: threading.Event | None) -> bool:
@@ -195,14 +290,16 @@ def read_workspace(folders: list[str | Path], *, max_files: int = MAX_FILES, max
         The texts per language, newlines normalized to ``\\n``, in a stable order (sorted paths).
     """
     out = WorkspaceFiles()
+    budget = _RulesBudget()
     entries = 0
-    roots = sorted({os.path.realpath(f) for f in folders if os.path.isdir(f)})  # outer ones first
+    roots = _real_folders(folders)
     nested = {r for r in roots if any(o != r and _inside(r, o) for o in roots)}
     entered: set[str] = set()  # the nested folders a walk went into
     for root in roots:
         if root in entered:
             continue
-        ignores = {root: _Ignores().child("", _read_rules(Path(root, ".git", "info", "exclude"), root))}
+        exclude = os.path.join(root, ".git", "info", "exclude")
+        ignores = {root: _Ignores().child("", _read_rules(exclude, root, budget), exclude, budget)}
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
             here = ignores.pop(dirpath)
             if dirpath in nested:
@@ -213,7 +310,8 @@ def read_workspace(folders: list[str | Path], *, max_files: int = MAX_FILES, max
             rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
             rel_dir = "" if rel_dir == "." else rel_dir
             if ".gitignore" in filenames:
-                here = here.child(rel_dir, _read_rules(Path(dirpath, ".gitignore"), root))
+                rules = os.path.join(dirpath, ".gitignore")
+                here = here.child(rel_dir, _read_rules(rules, root, budget), rules, budget)
             deep = rel_dir.count("/") + 1 >= MAX_DEPTH if rel_dir else MAX_DEPTH <= 0
             keep = []
             for name in sorted(dirnames):
@@ -262,33 +360,43 @@ def read_workspace(folders: list[str | Path], *, max_files: int = MAX_FILES, max
                 break
         if out.stopped:
             break
+    if budget.warnings > MAX_RULES_WARNINGS:
+        log.warning("workspace: %d more warnings about .gitignore files (see the debug log)",
+                    budget.warnings - MAX_RULES_WARNINGS)
     if out.stopped and out.stopped != "cancelled":
         log.warning("workspace index stopped at %s (%d files, %.1f MB read); the rest is left out",
                     out.stopped, out.files, out.bytes / 1e6)
     return out
 
 
+def _real_folders(folders: list[str | Path]) -> list[str]:
+    """The real paths of those of ``folders`` that are folders, sorted (outer ones first); one
+    that cannot be resolved (a link swapped for a folder as it is resolved) is left out."""
+    out = set()
+    for folder in folders:
+        try:
+            if os.path.isdir(folder):
+                out.add(os.path.realpath(folder))
+        except OSError as e:
+            log.info("workspace folder %s not read: %s", folder, e)
+    return sorted(out)
+
+
 def _read_source(path: str, root: str, max_file_bytes: int,
                  out: WorkspaceFiles) -> str | None:
     """A source file's text, or None (counted in ``out.skipped``) when it must be passed over."""
-    real = os.path.realpath(path)
-    if os.path.islink(path) or not _inside(real, root):
-        # A link's target inside the folder is read where it lies, if the walk reads it there:
-        # one into node_modules, build output or a .gitignore'd file must not be read through it
-        out.skipped["symlink"] += 1
-        return None
     try:
+        real = os.path.realpath(path)  # OSError where a link is swapped for a file as it is resolved
+        if os.path.islink(path) or not _inside(real, root):
+            # A link's target inside the folder is read where it lies, if the walk reads it there:
+            # one into node_modules, build output or a .gitignore'd file must not be read through it
+            out.skipped["symlink"] += 1
+            return None
         if not os.path.isfile(real):
             return None
-        if os.path.getsize(real) > max_file_bytes:
-            out.skipped["too large"] += 1
+        data = _read_regular(real, max_file_bytes)  # a file swapped since: not read, no wait
+        if data is None:
             return None
-        # O_NONBLOCK: a file swapped for a FIFO since the check above must not block the index
-        fd = os.open(real, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-        with open(fd, "rb", closefd=True) as fh:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return None
-            data = fh.read(max_file_bytes + 1)
     except OSError as e:
         log.debug("workspace: cannot read %s: %s", path, e)
         out.skipped["unreadable"] += 1

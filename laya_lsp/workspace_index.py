@@ -62,6 +62,25 @@ def _folder_path(uri: str | None) -> str | None:
     return path if path and os.path.isabs(path) else None
 
 
+def _real(path: str) -> str:
+    """``path``'s real path, or ``path`` where it cannot be resolved (a link swapped as it is
+    resolved): for matching paths only, nothing is read through it."""
+    try:
+        return os.path.realpath(path)
+    except OSError:
+        return path
+
+
+def _relative(path: str, root: str) -> str | None:
+    """``path`` relative to the folder ``root``, or None where it is not inside it (string
+    operations only: no file system access)."""
+    try:
+        rel = os.path.relpath(path, root)
+    except ValueError:  # another drive (Windows)
+        return None
+    return None if rel.split(os.sep)[0] == os.pardir else rel
+
+
 def _executor() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix="laya-workspace")
 
@@ -101,6 +120,9 @@ class WorkspaceIndex:
         self._dirs: frozenset[str] = frozenset()
         """The folders (real paths) that held the files of the last index, and the folders above
         them up to the workspace folder: deleting one of them changes the index."""
+        self._real: dict[str, str] = {}
+        """Folder path -> its real path, as the last walk found it (a folder that is a symbolic
+        link: an editor that resolved it reports its files under the real path)."""
 
     # -- folders -----------------------------------------------------------------------------------
     def configure(self, params: types.InitializeParams, options: InitializationOptions) -> None:
@@ -152,12 +174,11 @@ class WorkspaceIndex:
         ``parents_only``)."""
         out = []
         for root in self.folders.values():
-            try:
-                rel = os.path.relpath(path, root)
-            except ValueError:  # another drive (Windows)
+            rel = _relative(path, root) or _relative(path, self._real.get(root, root))
+            if rel is None:
                 continue
             parts = rel.split(os.sep)
-            if parts[0] != os.pardir and not any(p in SKIP_DIRS for p in (parts[:-1] if parents_only else parts)):
+            if not any(p in SKIP_DIRS for p in (parts[:-1] if parents_only else parts)):
                 out.append((root, rel))
         return out
 
@@ -174,7 +195,7 @@ class WorkspaceIndex:
                 continue
             for root, rel in self._roots_holding(path):
                 if change.type == types.FileChangeType.Deleted:
-                    if os.path.normpath(os.path.join(os.path.realpath(root), rel)) in self._dirs:
+                    if os.path.normpath(os.path.join(_real(root), rel)) in self._dirs:
                         return True
                 elif _holds_source(path):
                     return True
@@ -204,10 +225,12 @@ class WorkspaceIndex:
         outcome = "stopped"
         try:
             loop = asyncio.get_running_loop()
-            files = await loop.run_in_executor(self.executor, lambda: read_workspace(folders, stop=stop))
+            files, real = await loop.run_in_executor(self.executor, lambda: (
+                read_workspace(folders, stop=stop), {f: _real(f) for f in folders}))
             if self._ended(generation, stop):
                 outcome = "superseded" if generation != self.generation else "stopped"
                 return
+            self._real = real
             progress.report(f"counting {files.files} files", 50)
             predictor = await self.ls.model.wait()
             if predictor is None:

@@ -11,7 +11,12 @@ real model, driven over stdio by :class:`lsp_raw.RawServer`).
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
+import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -267,3 +272,184 @@ def test_a_listed_folder_deep_in_another_is_read_whole(tmp_path: Path, depth: in
     read = read_workspace([root, inner])
     names = sorted(os.path.relpath(p, inner) for group in read.paths.values() for p in group)
     assert names == ["sub/deep.py", "sub/more/m.py", "top.py"]  # each once
+
+
+# --- a workspace folder that is a symbolic link ------------------------------------------------
+
+@pytest.mark.parametrize("event", ["didSave", "didChangeWatchedFiles"])
+def test_a_linked_folder_is_kept_current_by_events_under_its_real_path(tmp_path: Path, event: str):
+    """The folder's URI is a symbolic link (``~/proj`` -> ``/data/proj``): it is indexed (the walk
+    reads its real path), and an editor that resolved the link reports saves and changes under
+    the real path. Those were taken for paths outside the workspace: no re-index, the new names
+    never came."""
+    real, link = tmp_path / "real", tmp_path / "link"
+    real.mkdir()
+    link.symlink_to(real, target_is_directory=True)
+    (real / "keep.py").write_text("def zorbl_kept_name():\n    return 1\n")
+    with RawServer() as s:
+        _start(s, [link.as_uri()], capabilities=WATCHING)
+        uri, text = (link / "new.py").as_uri(), "x = zorbl"
+        s.open(uri, text)
+        _until(s, uri, text, lambda ls: "zorbl_kept_name" in ls, "the linked folder was never indexed")
+        (real / "added.py").write_text("def zorbl_added_name():\n    return 1\n")
+        added = (real / "added.py").as_uri()
+        if event == "didSave":
+            s.notify("textDocument/didSave", {"textDocument": {"uri": added}})
+        else:
+            s.notify("workspace/didChangeWatchedFiles", {"changes": [{"uri": added, "type": 1}]})
+        labels = _until(s, uri, text, lambda ls: "zorbl_added_name" in ls,
+                        "a change under the folder's real path was not indexed")
+        assert "zorbl_kept_name" in labels
+        assert s.exit() == 0
+
+
+def test_a_linked_folder_and_its_target_are_read_once(tmp_path: Path):
+    from laya_lsp.workspace import read_workspace
+
+    real, link = tmp_path / "real", tmp_path / "link"
+    (real / "pkg").mkdir(parents=True)
+    link.symlink_to(real, target_is_directory=True)
+    (real / "pkg" / "m.py").write_text("x = 1\n")
+    for folders in ([link], [link, real], [real, link], [link / "pkg", link]):
+        assert read_workspace(folders).paths == {"python": [str((real / "pkg" / "m.py").resolve())]}
+
+
+# --- files and folders changing while they are walked -------------------------------------------
+
+def _mutator(script: str) -> subprocess.Popen:
+    """A process running ``script`` in a loop (no GIL shared with the walk: its changes land
+    between any two of the walk's system calls)."""
+    return subprocess.Popen([sys.executable, "-c", "import os, shutil\nwhile True:\n"
+                             + textwrap.indent(textwrap.dedent(script), "    ")])
+
+
+def _walks(folders, seconds: float) -> list:
+    """Walk ``folders`` again and again for ``seconds`` (each walk on a thread, given 10 s: a
+    FIFO read blocks forever); the results."""
+    from laya_lsp.workspace import read_workspace
+
+    out, end = [], time.monotonic() + seconds
+    while time.monotonic() < end:
+        got = []
+        t = threading.Thread(target=lambda: got.append(read_workspace(folders)), daemon=True)
+        t.start()
+        t.join(10)
+        assert got, "a walk blocked or failed (see the thread's exception above)"
+        out.append(got[0])
+    return out
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symlinks")
+def test_a_file_swapped_for_a_link_out_of_the_folder_is_never_read(tmp_path: Path):
+    """A file swapped for a link to a file outside the folder (and back) while the walk reads it:
+    ``os.path.realpath`` raised (``EINVAL``: the link was a file again by ``readlink``) and ended
+    the whole index; and a link made after the check was followed by ``open``, reading the file
+    outside (24 times in 1,500 walks)."""
+    root, outside = tmp_path / "ws", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (outside / "secret.py").write_text("def outside_secret(): pass\n")
+    for i in range(20):
+        (root / f"f{i}.py").write_text("def inside(): pass\n")
+    swapper = _mutator(f"""
+        for i in range(20):
+            p, t = os.path.join({str(root)!r}, f"f{{i}}.py"), os.path.join({str(root)!r}, f".t{{i}}")
+            os.symlink({str(outside / "secret.py")!r}, t)
+            os.replace(t, p)
+            with open(t, "w") as fh:
+                fh.write("def inside(): pass\\n")
+            os.replace(t, p)
+    """)
+    try:
+        walks = _walks([root], 6)
+    finally:
+        swapper.kill()
+        swapper.wait()
+    assert len(walks) > 20
+    assert not any("outside_secret" in t for w in walks for t in w.texts.get("python", []))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs")
+def test_files_and_folders_changing_while_walked(tmp_path: Path):
+    """A file that grows past 1 MB after it was listed, a file replaced by a folder of the same
+    name (and by a FIFO), a folder renamed back and forth: every walk ends, nothing over 1 MB is
+    read, and the steady files are read each time."""
+    root = tmp_path / "ws"
+    (root / "pkg").mkdir(parents=True)
+    for i in range(30):
+        (root / "pkg" / f"m{i}.py").write_text(f"def moving_{i}(): pass\n")
+        (root / f"steady{i}.py").write_text(f"def steady_{i}(): pass\n")
+    r = str(root)
+    mutator = _mutator(f"""
+        with open({r!r} + "/grow.py", "w") as fh:
+            fh.write("def grow(): pass\\n")
+            fh.flush()
+            fh.write("x = 1\\n" * 200_000)
+        os.mkdir({r!r} + "/flip.py")
+        os.rmdir({r!r} + "/flip.py")
+        os.mkfifo({r!r} + "/flip.py")
+        os.remove({r!r} + "/flip.py")
+        os.remove({r!r} + "/grow.py")
+        os.rename({r!r} + "/pkg", {r!r} + "/pkg2")
+        os.rename({r!r} + "/pkg2", {r!r} + "/pkg")
+    """)
+    try:
+        walks = _walks([root], 5)
+    finally:
+        mutator.kill()
+        mutator.wait()
+    assert len(walks) > 5
+    for w in walks:
+        assert all(len(t) <= 1_000_000 for t in w.texts["python"])
+        assert sum(t.startswith("def steady_") for t in w.texts["python"]) == 30
+
+
+def test_the_folder_deleted_while_walked(tmp_path: Path):
+    """The workspace folder renamed, then deleted, while walks go on: each ends, with what it
+    read."""
+    root = tmp_path / "ws"
+    for d in range(20):
+        (root / f"d{d}").mkdir(parents=True)
+        for i in range(50):
+            (root / f"d{d}" / f"m{i}.py").write_text(f"def name_{d}_{i}(): pass\n")
+    done = []
+    walker = threading.Thread(target=lambda: done.append(_walks([root], 4)), daemon=True)
+    walker.start()
+    time.sleep(1)
+    root.rename(tmp_path / "moved")
+    time.sleep(1)
+    shutil.rmtree(tmp_path / "moved")
+    walker.join(20)
+    assert done and done[0][-1].files == 0
+
+
+# --- a hostile .gitignore, end to end ------------------------------------------------------------
+
+def test_a_hostile_gitignore_neither_hangs_the_index_nor_delays_completions(tmp_path: Path):
+    """A cloned repository whose ``.gitignore`` is 500,000 short lines (1 MB, under the old
+    bound): compiling them took minutes and every file then cost ~0.1 s to check, so the
+    workspace was never indexed in practice. It is ignored with a warning in the log, the index
+    finishes at once, and completions stay prompt meanwhile."""
+    root = tmp_path / "ws"
+    for i in range(200):
+        (root / f"p{i % 20}").mkdir(parents=True, exist_ok=True)
+        (root / f"p{i % 20}" / f"m{i}.py").write_text(f"def zorbl_name_{i}():\n    return 1\n")
+    (root / ".gitignore").write_bytes(b"x\n" * 500_000)
+    with RawServer() as s:
+        _start(s, [root.as_uri()])
+        uri, text = (root / "new.py").as_uri(), "x = zorbl_name_19"
+        s.open(uri, text)
+        _labels(s, uri, text)  # the model is loaded
+        slowest, deadline = 0.0, time.monotonic() + 30
+        while True:
+            t = time.monotonic()
+            labels = _labels(s, uri, text)
+            slowest = max(slowest, time.monotonic() - t)
+            if "zorbl_name_199" in labels:
+                break
+            assert time.monotonic() < deadline, "the workspace was never indexed"
+            time.sleep(0.2)
+        assert slowest < 2.0
+        logged = [m["params"]["message"] for m in s.messages if m.get("method") == "window/logMessage"]
+        assert any(".gitignore ignored" in m for m in logged), logged
+        assert s.exit() == 0

@@ -202,3 +202,103 @@ def test_legacy_encodings_keep_their_letters(tmp_path):
     ws = read_workspace([tmp_path])
     assert _names(ws) == {"größe_berechnen", "breite_messen", "mit_bom"}
     assert not any("\ufffd" in t or "\ufeff" in t for t in ws.texts["python"])
+
+
+# --- hostile .gitignore files: the walk stays bounded, what is left out is logged ------------------
+
+def _walk_within(folders, seconds: float):
+    """``read_workspace(folders)`` on a thread; fails if it takes over ``seconds`` (a FIFO read
+    would block forever)."""
+    result = []
+    t = threading.Thread(target=lambda: result.append(read_workspace(folders)), daemon=True)
+    t.start()
+    t.join(seconds)
+    assert result, f"the walk took over {seconds} s"
+    return result[0]
+
+
+@pytest.mark.parametrize("kind", ["20 MB", "binary", "500k short lines"])
+def test_an_oversized_or_binary_gitignore_is_ignored_with_a_warning(tmp_path, caplog, kind):
+    """A 20 MB ``.gitignore`` was dropped silently; one under 1 MB of random bytes took 12 s to
+    compile (every line a regular expression) and hid every file; 500,000 short lines (1 MB) took
+    minutes. Each is ignored whole, with a warning, and the walk reads the rest at once."""
+    if kind == "20 MB":
+        data = b"".join(b"generated_%07d/*.py\n" % i for i in range(1_000_000))
+    elif kind == "binary":
+        data = os.urandom(500_000)
+    else:
+        data = b"x\n" * 500_000
+    _write(tmp_path, ".gitignore", data=data)
+    _write(tmp_path, "pkg/kept.py", "def kept(): pass\n")
+    ws = _walk_within([tmp_path], 10)
+    assert _names(ws) == {"kept"}
+    assert ".gitignore ignored" in caplog.text, caplog.text
+
+
+def test_a_gitignore_of_many_patterns_keeps_its_first_ones(tmp_path, caplog):
+    """30,000 patterns in 440 KB took 7 s to compile and cost every file checked 7 ms: at most
+    2,000 are in force in a folder (its file's and those above it), 10,000 in a walk; the first
+    ones stay in force, the rest are dropped with one warning per file."""
+    _write(tmp_path, ".gitignore", "".join(f"secret{i}.py\n" for i in range(30_000)))
+    _write(tmp_path, "secret0.py", "def hidden_first(): pass\n")
+    _write(tmp_path, "secret1999.py", "def hidden_last_in_force(): pass\n")
+    _write(tmp_path, "secret2000.py", "def kept_dropped_pattern(): pass\n")
+    _write(tmp_path, "sub/.gitignore", "deeper.py\n")  # no room left below the root's 2,000
+    _write(tmp_path, "sub/deeper.py", "def kept_no_room(): pass\n")
+    _write(tmp_path, "other.py", "def kept(): pass\n")
+    ws = _walk_within([tmp_path], 8)
+    assert _names(ws) == {"kept", "kept_dropped_pattern", "kept_no_room"}
+    assert "28000 of its 30000 patterns dropped" in caplog.text, caplog.text
+    assert caplog.text.count("patterns dropped") == 2
+
+
+def test_warnings_about_gitignore_files_are_bounded(tmp_path, caplog):
+    """A tree of 200 oversized ``.gitignore`` files logs 10 warnings and a count, not 200."""
+    for i in range(200):
+        _write(tmp_path, f"d{i:03d}/.gitignore", data=b"\0binary")
+        _write(tmp_path, f"d{i:03d}/m.py", f"def kept_{i}(): pass\n")
+    ws = _walk_within([tmp_path], 20)
+    assert ws.files == 200
+    assert caplog.text.count("ignored (binary)") == 10
+    assert "190 more warnings about .gitignore files" in caplog.text
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs")
+@pytest.mark.parametrize("kind", ["fifo", "folder", "dangling link", "link inside", "exclude fifo"])
+def test_a_gitignore_that_is_no_regular_file_is_passed_over(tmp_path, caplog, kind):
+    """A ``.gitignore`` that is a FIFO (reading it would block the walk forever), a folder, or a
+    symbolic link (git does not follow one either): passed over, logged; the walk goes on."""
+    import logging
+
+    caplog.set_level(logging.INFO, logger="laya_lsp.workspace")
+    gi = tmp_path / ".gitignore"
+    _write(tmp_path, "pkg/kept.py", "def kept(): pass\n")
+    _write(tmp_path, "real_rules", "kept.py\n")
+    if kind == "fifo":
+        os.mkfifo(gi)
+    elif kind == "folder":
+        _write(tmp_path, ".gitignore/inner.py", "def kept_inner(): pass\n")
+    elif kind == "dangling link":
+        gi.symlink_to(tmp_path / "missing")
+    elif kind == "link inside":
+        gi.symlink_to(tmp_path / "real_rules")
+    else:
+        (tmp_path / ".git" / "info").mkdir(parents=True)
+        os.mkfifo(tmp_path / ".git" / "info" / "exclude")
+    ws = _walk_within([tmp_path], 10)
+    assert _names(ws) == ({"kept", "kept_inner"} if kind == "folder" else {"kept"})
+    if kind not in ("folder",):
+        assert "(not a regular file)" in caplog.text, caplog.text
+
+
+def test_pathological_patterns_are_dropped_with_one_warning(tmp_path, caplog):
+    """1,000 lines like ``**/**/**/**/a*b*c*d*`` (too slow to match) logged 1,000 warnings: one
+    per file now, with the count. A 100,000-character line is a plain pattern: kept, bounded by
+    the bytes read."""
+    _write(tmp_path, ".gitignore", "**/**/**/**/a*b*c*d*\n" * 1000 + "a" * 100_000 + "\nsecret*.py\n")
+    _write(tmp_path, "secret_x.py", "def hidden_secret(): pass\n")
+    _write(tmp_path, "abcd.py", "def kept(): pass\n")
+    ws = _walk_within([tmp_path], 10)
+    assert _names(ws) == {"kept"}
+    assert caplog.text.count("too slow to match") == 1
+    assert "1000 line(s) dropped" in caplog.text
