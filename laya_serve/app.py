@@ -9,6 +9,7 @@ header) gets latest-wins: its older request still waiting or generating answers 
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import logging
 import secrets
@@ -30,6 +31,8 @@ LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 COMPLETION_PATHS = ("/complete", "/v1/completions")
 GET_PATHS = ("/health", "/v1/models")
 DEFAULT_PORTS = {"http": 80, "https": 443}
+READ_TIMEOUT_S = 10.0
+"""Seconds a request's body may take to arrive after its headers (408 after that)."""
 
 
 @dataclass(kw_only=True)
@@ -44,6 +47,8 @@ class ServiceConfig:
     """The bound on a request's ``max_tokens`` (400 above it)."""
     allow_origins: frozenset[str] = field(default_factory=frozenset)
     """Browser origins allowed to call (``*``: any); a request with another ``Origin`` gets 403."""
+    read_timeout: float = READ_TIMEOUT_S
+    """Seconds the body may take to arrive after the headers (``408`` after that)."""
 
 
 def is_loopback(host: str) -> bool:
@@ -177,13 +182,22 @@ def make_app(bridge: EngineBridge, generator: Generator, config: ServiceConfig |
 
     async def run_counted(request: web.Request) -> tuple[CompletionRequest, Completion] | web.Response:
         try:
-            body = await request.read()
+            # asyncio.timeout, not wait_for: Python 3.11's wait_for can swallow the handler's
+            # cancellation (a client that hung up) when the read ends at that moment
+            async with asyncio.timeout(cfg.read_timeout):
+                body = await request.read()
+        except TimeoutError:
+            # a stalled or trickling client (a Content-Length above what it sends): not forever
+            resp = _error(408, f"the body did not arrive within {cfg.read_timeout:g} s")
+            resp.force_close()
+            return resp
         except (web.RequestPayloadError, HttpProcessingError) as e:
-            # a Content-Encoding the body does not decode with: the client's error, not ours
+            # a Content-Encoding the body does not decode with, or a body cut short: the client's
+            # error, not ours
             encoding = request.headers.get("Content-Encoding", "")
-            detail = getattr(e, "message", None) or str(e)
-            return _error(400, f"the body could not be read (Content-Encoding: {encoding or 'none'}): "
-                               f"{str(detail).strip()}")
+            detail = str(getattr(e, "message", None) or e).strip()
+            return _error(400, f"the body could not be read (Content-Encoding: {encoding}): {detail}" if encoding
+                          else f"the body could not be read: {detail}")
         try:
             req = parse(body, cfg.max_tokens)
         except BadRequest as e:
@@ -297,3 +311,4 @@ async def start_site(app: web.Application, host: str, port: int) -> tuple[web.Ap
         raise
     bound = site._server.sockets[0].getsockname()[1] if site._server and site._server.sockets else port
     return runner, bound
+

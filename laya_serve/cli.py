@@ -31,6 +31,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="most tokens one request may ask for (default: %(default)s)")
     p.add_argument("--max-body", type=int, default=1 << 20,
                    help="largest request body in bytes; larger ones get 413 (default: %(default)s)")
+    p.add_argument("--read-timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="a request's body must arrive within this many seconds of its headers, else 408 "
+                        "(default: %(default)s)")
     p.add_argument("--prefix-cache-mb", type=int, default=128,
                    help="memory for recent prompts' KV states, reused by later prompts that share their "
                         "start (default: %(default)s MB: ~26 states of this model's 4.9 MB)")
@@ -54,6 +57,9 @@ def main(a: argparse.Namespace) -> int:
         if not lo <= v <= hi:
             print(f"laya serve: {name} must be between {lo} and {hi}, got {v}", file=sys.stderr)
             return 2
+    if not 0.1 <= a.read_timeout <= 3600:
+        print(f"laya serve: --read-timeout must be between 0.1 and 3600, got {a.read_timeout}", file=sys.stderr)
+        return 2
     from engine.worker import set_switch_interval
 
     try:
@@ -103,7 +109,7 @@ async def _serve(a: argparse.Namespace) -> int:
         bridge.shutdown()
         return 2
     cfg = ServiceConfig(host=a.host, model_name=name, max_body=a.max_body, max_tokens=a.max_tokens,
-                        allow_origins=frozenset(a.allow_origin))
+                        allow_origins=frozenset(a.allow_origin), read_timeout=a.read_timeout)
     try:
         runner, port = await start_site(make_app(bridge, gen, cfg), a.host, a.port)
     except OSError as e:

@@ -191,6 +191,10 @@ def test_bad_flags_end_in_one_line():
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2
     assert r.stderr.strip() == "laya serve: --port must be between 0 and 65535, got 70000"
+    r = subprocess.run([sys.executable, "-m", "laya_tools.cli", "serve", "--read-timeout", "0"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert r.stderr.strip() == "laya serve: --read-timeout must be between 0.1 and 3600, got 0.0"
 
 
 def test_cjk_and_emoji_prompts_never_end_in_half_a_character(server):

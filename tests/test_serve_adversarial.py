@@ -21,11 +21,12 @@ from laya_serve.loadtest import start_server  # noqa: E402
 
 # as a person types them on the command line: upper case, a trailing slash, a default port
 ALLOW = ["HTTP://LocalHost:5173/", "http://127.0.0.1:80"]
+READ_TIMEOUT = 1.0  # --read-timeout: seconds for a request's headers, and for its body
 
 
 @pytest.fixture(scope="module")
 def server():
-    args = [a for o in ALLOW for a in ("--allow-origin", o)]
+    args = [a for o in ALLOW for a in ("--allow-origin", o)] + ["--read-timeout", str(READ_TIMEOUT)]
     proc, url = start_server(args)
     u = urlsplit(url)
     yield u.hostname, u.port
@@ -239,3 +240,70 @@ def test_an_unknown_expectation_is_a_json_417(server):
     head, _, body = out.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 417"), head
     assert json.loads(body)["error"]["code"] == 417
+
+
+# --------------------------------------------------------------------------- half-closed, stalled, slow
+def post(body: dict, path: bytes = b"/complete", close: bool = False) -> bytes:
+    data = json.dumps(body).encode()
+    return (b"POST " + path + b" HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            + (b"Connection: close\r\n" if close else b"") + b"Content-Length: %d\r\n\r\n" % len(data) + data)
+
+
+def read_to_close(s: socket.socket, timeout: float = 60.0) -> bytes:
+    """Everything the server sends until it closes; a server that keeps the connection open past
+    ``timeout`` fails the test (``socket.timeout``) rather than hanging it."""
+    s.settimeout(timeout)
+    out = b""
+    while chunk := s.recv(65536):
+        out += chunk
+    return out
+
+
+def answers(out: bytes) -> list[tuple[int, dict]]:
+    """The final answers (status, JSON body) in a raw byte stream of responses; 1xx skipped."""
+    found = []
+    while out:
+        head, _, rest = out.partition(b"\r\n\r\n")
+        status = int(head.split(b" ", 2)[1])
+        if status < 200:
+            out = rest
+            continue
+        n = int(next(line.split(b":", 1)[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")))
+        found.append((status, json.loads(rest[:n])))
+        out = rest[n:]
+    return found
+
+
+def test_a_half_request_then_end_of_input_is_closed(server):
+    with socket.create_connection(server, timeout=60) as s:
+        s.sendall(b"POST /complete HTTP/1.1\r\nHost: local")
+        s.shutdown(socket.SHUT_WR)
+        assert read_to_close(s, 10) == b""
+
+
+def test_a_stalled_body_is_a_408_after_the_read_timeout(server):
+    """A Content-Length above what the client sends, and then silence: the handler (and its
+    connection) waited for the rest forever."""
+    with socket.create_connection(server, timeout=60) as s:
+        s.sendall(b"POST /complete HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n{")
+        s.settimeout(READ_TIMEOUT + 20)
+        out = s.recv(65536)
+    [(status, d)] = answers(out)
+    assert status == 408 and d["error"]["code"] == 408, d
+    wait_for(lambda: in_flight(server) == 0, "the stalled request let go", 10)
+
+
+def test_a_client_gone_mid_generation_frees_the_engine(server):
+    """A client that closes its socket while its long generation runs: its handler is cancelled
+    (``handler_cancellation``) and the generation stops; the next client is answered at once
+    rather than after the 16 x 256 tokens."""
+    heavy = {"prompt": "import os\n", "n": 16, "max_tokens": 256, "temperature": 1.0, "seed": 3}
+    s = socket.create_connection(server, timeout=60)
+    s.sendall(post(heavy))
+    wait_for(lambda: in_flight(server) == 1, "the heavy request in flight", 10)
+    time.sleep(0.3)  # generating
+    s.close()
+    wait_for(lambda: in_flight(server) == 0, "the gone client's request dropped", 10)
+    t = time.monotonic()
+    assert call(server, "/complete", {"prompt": "x = ", "max_tokens": 1})[0] == 200
+    assert time.monotonic() - t < 30  # a generous bound: the whole generation takes minutes here
