@@ -209,7 +209,7 @@ def prompt_path(uri: str, folders: Iterable[str]) -> str | None:
     to the workspace folder that holds it (``src/app/models.py``), else its file name; the last
     part of the URI for other schemes (``untitled:Untitled-1``); None when there is none, or the
     URI does not parse. Paths are pygls's (``to_fs_path``: percent-decoded, a Windows drive in
-    lower case).
+    lower case; ``file://localhost/x`` is ``file:///x``, ``FILE:`` is ``file:``).
 
     Args:
         uri: the document's URI.
@@ -217,16 +217,20 @@ def prompt_path(uri: str, folders: Iterable[str]) -> str | None:
     """
     from pygls.uris import to_fs_path
 
+    from .workspace_index import local_file_uri
+
     try:
-        if not uri.startswith("file:"):
+        local = local_file_uri(uri)
+        if local is None:
             name = unquote(urlparse(uri).path).rstrip("/").rsplit("/", 1)[-1]
             return " ".join(name.split()) or None
-        doc = PurePosixPath(to_fs_path(uri).replace("\\", "/"))
+        doc = PurePosixPath(to_fs_path(local).replace("\\", "/"))
         best: PurePosixPath | None = None
         for folder_uri in folders:
-            if not folder_uri.startswith("file:"):
+            folder = local_file_uri(folder_uri)
+            if folder is None:
                 continue
-            root = PurePosixPath(to_fs_path(folder_uri).replace("\\", "/"))
+            root = PurePosixPath(to_fs_path(folder).replace("\\", "/"))
             if doc.is_relative_to(root) and doc != root and (best is None or len(root.parts) > len(best.parts)):
                 best = root
     except ValueError:  # urlparse: "Invalid IPv6 URL" and the like

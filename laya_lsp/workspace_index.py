@@ -47,17 +47,25 @@ PROGRESS_TITLE = "Laya: indexing workspace"
 WATCH_ID = "laya-workspace-watch"
 
 
-def _folder_path(uri: str | None) -> str | None:
-    """The local path of a ``file:`` URI (None for other schemes, and for a URI that names no
-    absolute local path). The scheme's case does not matter, and ``file://localhost/x`` is
-    ``file:///x`` (RFC 8089; pygls made it ``//localhost/x``, no folder here, so such a client's
-    workspace was never indexed). A path that is not absolute (``file:///C:/x`` on a POSIX system
-    is ``c:/x``, ``file:x``) would be read relative to the server's working folder: never."""
-    if not uri or uri[:5].lower() != "file:":
+def local_file_uri(uri: str) -> str | None:
+    """``uri`` as pygls's ``to_fs_path`` reads a local file's URI, or None for another scheme:
+    the scheme's case does not matter, and ``file://localhost/x`` is ``file:///x`` (RFC 8089;
+    pygls made it ``//localhost/x``, no folder here, so such a client's workspace was never
+    indexed)."""
+    if uri[:5].lower() != "file:":
         return None
     uri = "file:" + uri[5:]
-    if uri[:17].lower() == "file://localhost/":
-        uri = "file:///" + uri[17:]
+    return "file:///" + uri[17:] if uri[:17].lower() == "file://localhost/" else uri
+
+
+def _folder_path(uri: str | None) -> str | None:
+    """The local path of a ``file:`` URI (:func:`local_file_uri`; None for other schemes, and for
+    a URI that names no absolute local path). A path that is not absolute (``file:///C:/x`` on a
+    POSIX system is ``c:/x``, ``file:x``) would be read relative to the server's working folder:
+    never."""
+    uri = local_file_uri(uri) if uri else None
+    if uri is None:
+        return None
     path = to_fs_path(uri)
     return path if path and os.path.isabs(path) else None
 

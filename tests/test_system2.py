@@ -108,6 +108,9 @@ def test_the_prompt_names_the_file_by_its_path_in_the_workspace():
     assert prompt_path("untitled:Untitled-1", folders) == "Untitled-1"
     assert prompt_path("untitled:", folders) is None
     assert prompt_path("file://[x/a.py", folders) is None  # does not parse
+    # RFC 8089's local host, and the scheme in any case, on either side
+    assert prompt_path("file://localhost/home/u/proj/src/app.py", folders) == "src/app.py"
+    assert prompt_path("FILE:///home/u/proj/src/app.py", ["file://LOCALHOST/home/u/proj"]) == "src/app.py"
 
 
 @needs_model
