@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from engine.continuation import _continues_word, line_from_document, whole_words
+from engine.continuation import LINE_AGREE, _continues_word, line_from_document, whole_words
 from engine.predictor import Predictor
 
 DOC = (
@@ -20,11 +20,30 @@ DOC = (
 )
 
 
-def test_the_latest_line_starting_the_same_way_gives_its_rest():
-    assert line_from_document(DOC + "    self.", "assertEqual", 10) == "assertEqual(zq_weird_name, 'qq-42')"
+def test_the_earlier_lines_starting_the_same_way_give_their_rest_as_far_as_they_agree():
+    # two lines start "self.assertEqual": they agree up to the string's last characters
+    assert line_from_document(DOC + "    self.", "assertEqual", 10) == "assertEqual(zq_weird_name, 'qq-"
     # indentation does not matter; the key is the line's text before the word plus the word
-    assert line_from_document(DOC + "self.", "assertEqual", 10) == "assertEqual(zq_weird_name, 'qq-42')"
+    assert line_from_document(DOC + "self.", "assertEqual", 10) == "assertEqual(zq_weird_name, 'qq-"
     assert line_from_document(DOC + "  x = ", "zq_weird_name", 10) is None  # no line starts "x = zq..."
+    # one such line: all of it
+    assert line_from_document(DOC + "    self.", "count", 10) == "count = zq_weird_name.size"
+    # the same line each time: all of it
+    same = "\n    self.assertTrue(zq_ready)\n" * 3
+    assert line_from_document(same + "    self.", "assertTrue", 10) == "assertTrue(zq_ready)"
+
+
+def test_lines_that_differ_in_their_last_name_stop_before_it():
+    runner = "".join(f"\n    RUN_TEST_CASE(UnityFixture, {n});" for n in ("PointerSetting", "PointerSet", "ForceMallocFail"))
+    assert line_from_document(runner + "\n    ", "RUN_TEST_CASE", 10) == "RUN_TEST_CASE(UnityFixture, "
+    # never half a name: "Pointer" is what two of them share, not the third
+    assert line_from_document(runner[: runner.rindex("\n")] + "\n    ", "RUN_TEST_CASE", 10) == \
+        "RUN_TEST_CASE(UnityFixture, "
+    # only the latest LINE_AGREE lines take part: an old, different one does not cut them short
+    old = "\nzq_call(0, 'old')" + "\nzq_call(1, 'same')" * LINE_AGREE
+    assert line_from_document(old + "\n", "zq_call", 5) == "zq_call(1, 'same')"
+    # agreeing on nothing past the word: no line
+    assert line_from_document("\nzq_call(1)\nzq_call.x\n", "zq_call", 5) is None
 
 
 def test_the_key_must_start_the_earlier_line_and_be_long_enough():
@@ -48,9 +67,12 @@ def test_the_server_path_offers_the_document_line_first(pred):
     items = pred.predict(DOC + "    self.assertE", "\n", doc_id="file:///t.py", max_items=5, want_line=True)
     assert items[0].text == "assertEqual"
     lines = [c.text for c in items if c.kind == "line"]
-    assert lines == ["assertEqual(zq_weird_name, 'qq-42')"]
+    assert lines == ["assertEqual(zq_weird_name, 'qq-"]  # as far as the two earlier lines agree
+    one = DOC.replace("    self.assertEqual(zq_weird_name, 'qq-17')\n", "")
+    items = pred.predict(one + "    self.assertE", "\n", doc_id="file:///t.py", max_items=5, want_line=True)
+    assert [c.text for c in items if c.kind == "line"] == ["assertEqual(zq_weird_name, 'qq-42')"]
     # the rest of the line already there is not repeated
-    items = pred.predict(DOC + "    self.assertE", "')\n", doc_id="file:///t.py", max_items=5, want_line=True)
+    items = pred.predict(one + "    self.assertE", "')\n", doc_id="file:///t.py", max_items=5, want_line=True)
     assert [c.text for c in items if c.kind == "line"] == ["assertEqual(zq_weird_name, 'qq-42"]
 
 
