@@ -176,3 +176,17 @@ def test_the_server_exits_when_the_client_closes_its_output():
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_body_that_is_not_utf8_parses_with_each_stray_byte_one_character():
+    """Neovim sends a buffer's bytes as they are (``:e ++bad=keep`` of a Latin-1 file): each byte
+    that is not UTF-8 becomes one lone surrogate, valid UTF-8 and JSON structure are untouched."""
+    from laya_lsp.stdio import utf8_body
+
+    ok = '{"text": "caf\u00e9 \u4e2d"}'.encode()
+    assert utf8_body(ok) is ok and utf8_body(b'{"a": 1}') == b'{"a": 1}'
+    body = b'{"text": "caf\xe9 \xff\xfe", "n": 1}'
+    assert json.loads(utf8_body(body)) == {"text": "caf\udce9 \udcff\udcfe", "n": 1}
+    # outside a string it stays what it was: not JSON
+    with pytest.raises(ValueError):
+        json.loads(utf8_body(b'{"a": \xff}'))
