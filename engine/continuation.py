@@ -76,8 +76,14 @@ def line_from_document(ctx_text: str, word: str, min_key: int) -> str | None:
     at = ctx_text.rfind(key, lo, ls)
     while at >= 0 and len(rests) < LINE_AGREE:
         # the key starts that line; a line with no line end before it in the text may be cut (the
-        # server passes the last 64 KiB): it is not used
-        start = ctx_text.rfind("\n", 0, at) + 1
+        # server passes the last 64 KiB): it is not used. The line end is looked for a little way
+        # back, then past blanks only: not back to the text's start (a long minified line holding
+        # the key many times cost a scan of the whole text per match)
+        start = 0
+        if at and ctx_text[at - 1].isspace():  # (a line end is a blank too)
+            start = ctx_text.rfind("\n", at - _NEAR if at > _NEAR else 0, at) + 1
+            if not start and at > _NEAR:
+                start = _after_blanks(ctx_text, at)
         if start and (start == at or ctx_text[start:at].isspace()):
             eol = ctx_text.find("\n", at)
             line = ctx_text[at + len(key) - len(word) : eol if eol >= 0 else len(ctx_text)].rstrip()
@@ -92,6 +98,19 @@ def line_from_document(ctx_text: str, word: str, min_key: int) -> str | None:
         while end > len(word) and _ident_char(line[end - 1]):  # no half identifier
             end -= 1
     return line[:end] if end > len(word) else None
+
+
+_NEAR = 256
+"""How far back from a match :func:`line_from_document` looks for its line end at once."""
+
+
+def _after_blanks(text: str, at: int) -> int:
+    """Where the line holding ``at`` starts when only blanks come before ``at`` on it and a line end
+    before them, else 0 (also for the text's first line: it may be cut)."""
+    i = at
+    while i and text[i - 1] != "\n" and text[i - 1].isspace():
+        i -= 1
+    return i if i and text[i - 1] == "\n" else 0
 
 
 def _encodable(text: str) -> bool:
@@ -114,8 +133,11 @@ def fit_to_suffix(line: str, suffix: str | None, before: str = "") -> str | None
     ``items.append(make_i|)`` with the line ``make_item(name))`` inserts ``make_item(name)``,
     ``with open(zq_pa|)`` with ``zq_path_name) as fh:`` inserts ``zq_path_name`` and
     ``key = 'zq_k|'`` with ``zq_key' + x`` inserts ``zq_key``; a closer of another kind there means
-    the line does not fit (None). When nothing in ``before`` is open, the suffix is dropped from the
-    line's end if the line ends with it, and the line is kept whole otherwise.
+    the line does not fit (None). A ``c`` inside a string the line opens itself is not that one,
+    and a line that leaves a bracket or string open before ``c`` stops before its opener
+    (``make_item(`` inserts ``make_item``, not ``make_item()`` with the editor's ``)`` taken over).
+    When nothing in ``before`` is open, the suffix is dropped from the line's end if the line ends
+    with it, and the line is kept whole otherwise.
     """
     rest = (suffix or "").split("\n", 1)[0].strip()
     if not rest:
@@ -129,16 +151,39 @@ def fit_to_suffix(line: str, suffix: str | None, before: str = "") -> str | None
         cut = True
     if cut:
         depth = 0
+        opened = -1  # where the outermost bracket or string the line leaves open starts
+        quote = ""  # the string the line is in (its own: c is another character)
+        escaped = False
         for i, ch in enumerate(line):
+            if quote:
+                if escaped:
+                    escaped = False
+                elif ch == "\\":
+                    escaped = True
+                elif ch == quote:
+                    quote = ""
+                    if depth == 0:
+                        opened = -1
+                continue
             if ch == c and (depth == 0 or c in "'\"`"):
                 return line[:i].rstrip()
-            if ch in "([{":
+            if ch in "'\"`":
+                quote = ch
+                if depth == 0:
+                    opened = i
+            elif ch in "([{":
+                if depth == 0:
+                    opened = i
                 depth += 1
             elif ch in ")]}":
                 if depth == 0:
                     return None  # closes something other than what the suffix closes
                 depth -= 1
-        return line
+                if depth == 0:
+                    opened = -1
+        # a line cut short (where the document's lines stop agreeing, or the network's) must not
+        # leave a bracket or string open: the editor's closer after it would close that instead
+        return line[:opened].rstrip() if opened >= 0 else line
     return line[: -len(rest)].rstrip() if line.endswith(rest) else line
 
 

@@ -10,8 +10,8 @@ mark; files that are not UTF-8 are read as Windows-1252), files over 1 MB, symbo
 linked from inside the folder is read where it lies, if it is not skipped there) and folders nested
 over 64 deep, and stops at 20,000 files, 30 MB of text or 500,000 directory entries. Rules files
 are bounded too: one that is not a regular file (a link, a FIFO), is binary or does not fit in the
-512 KB read in one walk is ignored, and at most 2,000 patterns are in force in a folder, 10,000 in a
-walk (with a warning in the log). It reads nothing outside the folders: not the user's global git
+512 KB read in one workspace folder's walk is ignored, and at most 2,000 patterns are in force in a
+folder, 10,000 in a workspace folder's walk (with a warning in the log). It reads nothing outside the folders: not the user's global git
 excludes, not a symlinked folder (never followed), not the rules of a ``.git`` linked elsewhere; a
 file is opened without following a link, so one swapped for a link after it was listed is not
 read through it.
@@ -99,12 +99,13 @@ def _costly(line: str) -> bool:
 
 
 MAX_RULES_BYTES = 512_000
-"""Most bytes of rules files (``.gitignore``, ``.git/info/exclude``) read in one walk, all of them
-together; a file that does not fit in what is left is ignored whole, with a warning (git ignores
+"""Most bytes of rules files (``.gitignore``, ``.git/info/exclude``) read in one walk of a workspace
+folder, all of them together; a file that does not fit in what is left is ignored whole, with a
+warning (git ignores
 one over 100 MB). pathspec compiles each line to a regular expression in Python, up to ~5 us a
 byte: a 900 KB ``.gitignore`` of random bytes took 12 s."""
 MAX_RULES = 10_000
-"""Most pattern lines compiled in one walk, all rules files together (~0.2 ms each: a 0.9 MB
+"""Most pattern lines compiled in one walk of a workspace folder, all rules files together (~0.2 ms each: a 0.9 MB
 ``.gitignore`` of 120,000 short lines took 25 s); the lines past it are dropped, with a warning."""
 MAX_RULES_IN_FORCE = 2_000
 """Most patterns in force in one folder (its ``.gitignore``'s and those of the folders above it):
@@ -117,7 +118,8 @@ last warning (a tree of 10,000 oversized ``.gitignore`` files must not flood the
 
 @dataclass
 class _RulesBudget:
-    """What is left of one walk's bounds on rules files, and its warnings about them."""
+    """What is left of one workspace folder's bounds on rules files (reset for each), and the walk's
+    warnings about them."""
 
     bytes: int = MAX_RULES_BYTES
     lines: int = MAX_RULES
@@ -205,7 +207,8 @@ def _read_rules(path: str, root: str, budget: _RulesBudget) -> list[str]:
     (``.git`` linked elsewhere), does not fit in the budget or is binary (a NUL byte in its first
     :data:`BINARY_PROBE` bytes)."""
     try:
-        if not stat.S_ISREG(os.lstat(path).st_mode):
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode):
             log.info("workspace: %s ignored (not a regular file)", path)
             return []
         if not _inside(os.path.realpath(path), root):
@@ -220,8 +223,9 @@ def _read_rules(path: str, root: str, budget: _RulesBudget) -> list[str]:
         log.info("workspace: %s ignored (not a regular file)", path)
         return []
     if len(data) > budget.bytes:
-        budget.warn("%s ignored (over the %d KB of rules files read in one walk)", path,
-                    MAX_RULES_BYTES // 1000)
+        budget.warn("%s ignored: %d KB, over the %d KB of rules files read in a workspace folder's "
+                    "walk (%d KB left): its rules are not applied", path, max(len(data), st.st_size) // 1000,
+                    MAX_RULES_BYTES // 1000, budget.bytes // 1000)
         return []
     if b"\0" in data[:BINARY_PROBE]:
         budget.warn("%s ignored (binary)", path)
@@ -298,6 +302,9 @@ def read_workspace(folders: list[str | Path], *, max_files: int = MAX_FILES, max
     for root in roots:
         if root in entered:
             continue
+        # each folder's rules files have their own bounds: one folder's must not leave another's
+        # top .gitignore unread (its build output indexed)
+        budget.bytes, budget.lines = MAX_RULES_BYTES, MAX_RULES
         exclude = os.path.join(root, ".git", "info", "exclude")
         ignores = {root: _Ignores().child("", _read_rules(exclude, root, budget), exclude, budget)}
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):

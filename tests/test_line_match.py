@@ -227,3 +227,52 @@ def test_the_network_s_line_ends_on_a_whole_name(pred):
         assert lines > 20
     finally:
         pred.config = old
+
+
+def test_the_lookup_is_cheap_on_a_huge_line_full_of_the_key():
+    """The key inside one 5 MB minified line (no line end before the cursor's line): each match
+    looked back to the text's start for a line end (~0.5 s at each identifier start); only the
+    blanks before a match are looked at now."""
+    giant = "self.assertEqual;" * 300_000 + "\n"
+    best = min(_timed(lambda: line_from_document(giant + "self.", "assertEqual", 10)) for _ in range(3))
+    assert best < 0.1, best
+    # a match after blanks still starts its line; one after other text does not
+    assert line_from_document("\n \t self.assertEqual(1)\nx self.assertEqual(2)\nself.", "assertEqual", 10) == \
+        "assertEqual(1)"
+    assert line_from_document(" self.assertEqual(1)\nself.", "assertEqual", 10) is None  # the text's first line
+
+
+def _timed(fn) -> float:
+    import time
+
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+@pytest.mark.parametrize("line, suffix, before, expected", [
+    # the lines agreed up to an opener (their arguments differ): inserting it would take over the
+    # editor's closer (``items.append(make_item()``); the line stops before what it leaves open
+    ("make_item(", ")", "items.append(", "make_item"),
+    ('zq_call("', ")", "foo(", "zq_call"),
+    ("RUN_TEST_CASE(UnityFixture, ", ")", "f(", "RUN_TEST_CASE"),
+    ('zq_x + "abc', ")", "f(", "zq_x +"),
+    ("zq_f(a, ", ";", "", "zq_f"),
+    # a closer inside the line's own string is not the editor's
+    ('zq_log(":)"))', ")", "print(", 'zq_log(":)")'),
+    ('zq_log("a\\")b"))', ")", "print(", 'zq_log("a\\")b")'),
+    # what the line opens and closes itself stays
+    ("make_item(name))", ")", "items.append(", "make_item(name)"),
+    ("zq_key' + x", "'", "key = '", "zq_key"),
+])
+def test_a_cut_line_never_leaves_an_opener_before_the_editor_s_closer(line, suffix, before, expected):
+    from engine.continuation import fit_to_suffix
+
+    assert fit_to_suffix(line, suffix, before) == expected
+
+
+def test_lines_that_differ_inside_the_call_keep_the_editor_s_closer_balanced(pred):
+    """Three earlier lines agree up to ``make_item(``: with the editor's ``)`` after the cursor the
+    item was ``make_item(``, which left ``items.append(make_item()`` (the editor's closer taken over)."""
+    earlier = "".join(f"    items.append(make_item({n}))\n" for n in ("alpha", "beta", "gamma"))
+    assert _applied(pred, "def f():\n" + earlier + "    items.append(make_i", ")\n", "file:///d.py") is None

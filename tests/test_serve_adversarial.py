@@ -21,7 +21,7 @@ from laya_serve.loadtest import start_server  # noqa: E402
 
 # as a person types them on the command line: upper case, a trailing slash, a default port
 ALLOW = ["HTTP://LocalHost:5173/", "http://127.0.0.1:80"]
-READ_TIMEOUT = 1.0  # --read-timeout: seconds for a request's headers, and for its body
+READ_TIMEOUT = 1.0  # --read-timeout: seconds for a request's body to arrive after its headers
 
 
 @pytest.fixture(scope="module")

@@ -302,3 +302,24 @@ def test_pathological_patterns_are_dropped_with_one_warning(tmp_path, caplog):
     assert _names(ws) == {"kept"}
     assert caplog.text.count("too slow to match") == 1
     assert "1000 line(s) dropped" in caplog.text
+
+
+def test_each_workspace_folder_has_its_own_gitignore_bounds(tmp_path, caplog):
+    """Two workspace folders: the first one's large ``.gitignore`` (500 KB of comments) used up the
+    walk's 512 KB, so the second one's ``gen/`` line was never read and its generated files were
+    indexed. Each folder's rules are bounded on their own."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    _write(a, ".gitignore", "# " + "x" * 500_000 + "\nsecret_a.py\n")
+    _write(a, "secret_a.py", "def hidden_a(): pass\n")
+    _write(a, "src/m.py", "def kept_a(): pass\n")
+    _write(b, ".gitignore", "# " + "y" * 20_000 + "\ngen/\n")
+    _write(b, "gen/out.py", "def hidden_gen(): pass\n")
+    _write(b, "src/n.py", "def kept_b(): pass\n")
+    ws = _walk_within([a, b], 10)
+    assert _names(ws) == {"kept_a", "kept_b"}, caplog.text
+    # a single file over the bound: the warning says how large it is and that its rules are not used
+    _write(b, ".gitignore", "# " + "y" * 600_000 + "\ngen/\n")
+    ws = _walk_within([b], 10)
+    assert _names(ws) == {"kept_b", "hidden_gen"}
+    assert "ignored: 600 KB, over the 512 KB" in caplog.text and "its rules are not applied" in caplog.text, \
+        caplog.text
