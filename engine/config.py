@@ -66,10 +66,13 @@ class EngineConfig:
     line_min_prob: float = 0.25
     """The continuation stops before a greedy token whose probability is below this: ghost text
     should be what the model is sure of, not a guess."""
-    line_match_min_chars: int = 10
-    """The rest-of-line candidate comes first from an earlier line of the document that starts with
+    line_match_min_chars: int = 3
+    """The rest-of-line candidate comes first from the earlier lines of the document that start with
     the same text as the cursor's line (at least this many characters of it, the word included;
-    ``engine.continuation.line_from_document``); 0: from the network only."""
+    ``engine.continuation.line_from_document``); 0: from the network only. Since those lines must
+    agree, short keys pay: eval packages (6 files x 8,000 characters per language, in process)
+    12,649 characters gained at 10, 13,104 at 8, 13,596 at 6, 15,020 at 4, 15,335 at 3 (62.5% ->
+    69.4% of the lines shown right); tune packages 5,487 at 10, 6,137 at 4, 6,246 at 3, 6,212 at 2."""
     backend: str = "auto"
     """``"numba"`` (decode steps on the shipped 6-bit codes, dequantization fused; ~3x less memory
     traffic than float32), ``"numpy"`` (float32, the fallback), ``"mlx"`` (MLX, Metal on Apple
