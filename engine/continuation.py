@@ -49,10 +49,11 @@ def line_from_document(ctx_text: str, word: str, min_key: int) -> str | None:
     prompt-lookup decoding, used here for ghost text. On the tune packages (``laya eval --split
     tune --files 6 --max-chars 6000 --workspace off --lines``, six languages) the network's greedy
     lines alone gained 2,158 characters (55.8% of the lines offered correct); with the latest line
-    first (``min_key`` 10) 6,183 (52.5%). A shorter key gains more and is right less often (6: about
-    a sixth more characters, 46.6% correct), a longer one the reverse (16: a sixth fewer, 54.5%).
-    Where the lines agree (eval packages, 6 files x 8,000 characters per language, in process):
-    11,892 -> 12,646 characters gained, 56.0% -> 62.5% of the lines shown right (C 50.9% -> 55.9%,
+    first (``min_key`` 10) 6,183 (52.5%); a shorter key then gained more and was right less often
+    (6: about a sixth more characters, 46.6% correct), a longer one the reverse (16: a sixth fewer,
+    54.5%). Since the lines must agree, a shorter key is right more often too (3 ships:
+    ``EngineConfig.line_match_min_chars``). Where the lines agree (eval packages, 6 files x 8,000
+    characters per language, in process, key 10): 11,892 -> 12,649 characters gained, 56.0% -> 62.5% of the lines shown right (C 50.9% -> 55.9%,
     Go 49.6% -> 62.2%); the latest 8 lines 12,213 characters, the latest 4 (the latest line whole
     where it occurs 2 or 3 times among them) 12,570-12,609; on the tune packages (3 files x 5,000
     characters) the latest 2 lines 0.7% fewer characters than 3.
