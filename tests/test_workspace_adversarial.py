@@ -316,11 +316,16 @@ def test_a_linked_folder_and_its_target_are_read_once(tmp_path: Path):
 
 # --- files and folders changing while they are walked -------------------------------------------
 
-def _mutator(script: str) -> subprocess.Popen:
-    """A process running ``script`` in a loop (no GIL shared with the walk: its changes land
-    between any two of the walk's system calls)."""
-    return subprocess.Popen([sys.executable, "-c", "import os, shutil\nwhile True:\n"
-                             + textwrap.indent(textwrap.dedent(script), "    ")])
+def _walks_while(script: str, folders, seconds: float) -> list:
+    """:func:`_walks` while another process runs ``script`` in a loop (no GIL shared with the
+    walk: its changes land between any two of the walk's system calls)."""
+    mutator = subprocess.Popen([sys.executable, "-c", "import os, shutil\nwhile True:\n"
+                                + textwrap.indent(textwrap.dedent(script), "    ")])
+    try:
+        return _walks(folders, seconds)
+    finally:
+        mutator.kill()
+        mutator.wait()
 
 
 def _walks(folders, seconds: float) -> list:
@@ -351,7 +356,7 @@ def test_a_file_swapped_for_a_link_out_of_the_folder_is_never_read(tmp_path: Pat
     (outside / "secret.py").write_text("def outside_secret(): pass\n")
     for i in range(20):
         (root / f"f{i}.py").write_text("def inside(): pass\n")
-    swapper = _mutator(f"""
+    walks = _walks_while(f"""
         for i in range(20):
             p, t = os.path.join({str(root)!r}, f"f{{i}}.py"), os.path.join({str(root)!r}, f".t{{i}}")
             os.symlink({str(outside / "secret.py")!r}, t)
@@ -359,12 +364,7 @@ def test_a_file_swapped_for_a_link_out_of_the_folder_is_never_read(tmp_path: Pat
             with open(t, "w") as fh:
                 fh.write("def inside(): pass\\n")
             os.replace(t, p)
-    """)
-    try:
-        walks = _walks([root], 6)
-    finally:
-        swapper.kill()
-        swapper.wait()
+    """, [root], 6)
     assert len(walks) > 20
     assert not any("outside_secret" in t for w in walks for t in w.texts.get("python", []))
 
@@ -380,7 +380,7 @@ def test_files_and_folders_changing_while_walked(tmp_path: Path):
         (root / "pkg" / f"m{i}.py").write_text(f"def moving_{i}(): pass\n")
         (root / f"steady{i}.py").write_text(f"def steady_{i}(): pass\n")
     r = str(root)
-    mutator = _mutator(f"""
+    walks = _walks_while(f"""
         with open({r!r} + "/grow.py", "w") as fh:
             fh.write("def grow(): pass\\n")
             fh.flush()
@@ -392,12 +392,7 @@ def test_files_and_folders_changing_while_walked(tmp_path: Path):
         os.remove({r!r} + "/grow.py")
         os.rename({r!r} + "/pkg", {r!r} + "/pkg2")
         os.rename({r!r} + "/pkg2", {r!r} + "/pkg")
-    """)
-    try:
-        walks = _walks([root], 5)
-    finally:
-        mutator.kill()
-        mutator.wait()
+    """, [root], 5)
     assert len(walks) > 5
     for w in walks:
         assert all(len(t) <= 1_000_000 for t in w.texts["python"])
