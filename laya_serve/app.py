@@ -33,6 +33,9 @@ GET_PATHS = ("/health", "/v1/models")
 DEFAULT_PORTS = {"http": 80, "https": 443}
 READ_TIMEOUT_S = 10.0
 """Seconds a request's body may take to arrive after its headers (408 after that)."""
+LINGER_S = 2.0
+"""Seconds the server keeps reading and dropping an unread body after answering (aiohttp's
+``lingering_time``, 10 s by default), then closes the connection."""
 
 
 @dataclass(kw_only=True)
@@ -301,7 +304,11 @@ async def start_site(app: web.Application, host: str, port: int) -> tuple[web.Ap
     """
     # handler_cancellation: a client that hangs up cancels its handler, and so its engine job
     # (``await_job``: dropped while queued, stopped between tokens while running)
-    runner = web.AppRunner(app, access_log=None, handle_signals=False, handler_cancellation=True)
+    # lingering_time: after an answer sent before its body was read (408, 413), aiohttp reads and
+    # drops the rest for this long before closing, so that the client gets the answer (10 s by
+    # default: a stalled client's connection stayed open that long after its 408)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, handler_cancellation=True,
+                           lingering_time=LINGER_S)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     try:

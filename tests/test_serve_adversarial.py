@@ -288,6 +288,8 @@ def test_a_stalled_body_is_a_408_after_the_read_timeout(server):
         s.sendall(b"POST /complete HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n{")
         s.settimeout(READ_TIMEOUT + 20)
         out = s.recv(65536)
+        # then it is closed after laya_serve.app.LINGER_S (2 s), not aiohttp's default 10 s
+        assert read_to_close(s, 7.0) == b""
     [(status, d)] = answers(out)
     assert status == 408 and d["error"]["code"] == 408, d
     wait_for(lambda: in_flight(server) == 0, "the stalled request let go", 10)
