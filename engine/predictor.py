@@ -557,7 +557,7 @@ class Predictor:
 
     def predict(self, prefix: str, suffix: str | None = None, doc_id: str | None = None,
                 max_items: int = 20, want_line: bool = False, stop=None,
-                language: str | Language | None = None) -> list[Candidate]:
+                language: str | Language | None = None, line_word: str | None = None) -> list[Candidate]:
         """Rank completions for the cursor at the end of ``prefix``.
 
         Args:
@@ -574,6 +574,10 @@ class Predictor:
             stop: a ``threading.Event``; when set, the continuation stops early (request cancelled).
             language: the document's language (``engine.languages`` name); remembered for
                 ``doc_id``. None: the one registered for ``doc_id`` (Python by default).
+            line_word: with ``want_line``, the identifier the line starts with instead of the
+                best item: the one the editor's list has selected (VS Code's inline completion
+                shows only a line that extends it). Ignored unless it is an identifier that
+                starts with the typed prefix and is longer than it.
 
         Returns:
             Candidates, best first. Identifier candidates start with the typed prefix and are
@@ -630,15 +634,20 @@ class Predictor:
             have = {c.text for c in out}
             more = self._rank_words(typed[0].upper() + typed[1:], lang, cfg, max_items)
             out += [c for c in more if c.text not in have][: max_items - len(out)]
-        if want_line and out and line_is_open(suffix) and (
+        head = out[0].text if out else None
+        if line_word is not None and len(typed) < len(line_word) <= 256 and line_word.startswith(typed) and \
+                word_prefix(line_word) == line_word and not line_word[:1].isdigit():
+            head = line_word
+        if want_line and head and line_is_open(suffix) and (
                 self.config.line_match_min_chars > 0 or (self._hidden is not None and self.config.line_max_tokens > 0)):
-            line = self._line_from_text(ctx_text, out[0].text, typed)
+            line = self._line_from_text(ctx_text, head, typed)
             if line is None and self._hidden is not None and self.config.line_max_tokens > 0:
                 self.kv.unspeculate()  # the continuation goes on from the context itself
-                line = self._continuation(out[0].text, stop)
+                line = self._continuation(head, stop)
             line = fit_to_suffix(line, suffix, line_before(ctx_text)) if line else None
-            if line and line != out[0].text:
-                out.insert(1, Candidate(line, out[0].score - 1e-3, "line"))
+            if line and line != head:
+                score = out[0].score - 1e-3 if out else 0.0
+                out.insert(1, Candidate(line, score, "line"))
                 if len(out) > max(2, max_items):
                     del out[max(2, max_items):]
         if self.speculate and out and out[0].kind != "line" and self._hidden is not None:

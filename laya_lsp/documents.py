@@ -168,15 +168,17 @@ def position_after_change(change: types.TextDocumentContentChangeEvent,
                           doc: TextDocument) -> types.Position | None:
     """The cursor after a ranged content change: the end of the inserted text, in the client's
     units (``doc``'s position codec). None for a whole-text change, which says nothing about
-    the cursor."""
+    the cursor. The text goes in at the range's earlier end (a range whose end comes first has
+    its ends swapped, ``laya_lsp.text_document``)."""
     rng = getattr(change, "range", None)
     if rng is None:
         return None
+    start = min(rng.start, rng.end, key=lambda p: (p.line, p.character))
     *before, last = _BREAK.split(change.text)
     width = units.num_units(last, doc.position_codec.encoding)
     if before:
-        return types.Position(line=rng.start.line + len(before), character=width)
-    return types.Position(line=rng.start.line, character=rng.start.character + width)
+        return types.Position(line=start.line + len(before), character=width)
+    return types.Position(line=start.line, character=start.character + width)
 
 
 def cursor_context(doc: TextDocument, position: types.Position, *,

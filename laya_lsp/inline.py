@@ -3,7 +3,9 @@
 Registered only when the ``enableInline`` option is on. The one item replaces the identifier
 prefix being typed (its range) with the continuation, which starts with that prefix, so an editor
 shows only the part after the cursor; the text after the cursor stays, so the continuation is cut
-to fit before it (``engine.continuation.fit_to_suffix``).
+to fit before it (``engine.continuation.fit_to_suffix``). While the editor's completion list has
+an item selected (``context.selectedCompletionInfo``), the item is given only if it extends that one
+over the same range: VS Code shows no other.
 """
 
 from __future__ import annotations
@@ -12,9 +14,9 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from engine.continuation import fit_to_suffix, line_before
+from engine.continuation import fit_to_suffix, line_before, line_is_open
 
-from .documents import cursor_context
+from .documents import CursorContext, cursor_context
 from .predictions import predict_at, take_ticket
 from .scheduling import debounce
 
@@ -37,9 +39,11 @@ async def inline_completion(ls: LayaServer, params: types.InlineCompletionParams
         return empty()
     if ls.inline_model.task is not None and await ls.inline_model.ready():
         return await _from_inline_model(ls, params)
+    selected = params.context.selected_completion_info
     pred = await predict_at(ls, params.text_document.uri, params.position,
                             types.TEXT_DOCUMENT_INLINE_COMPLETION,
-                            max_items=LINE_SEARCH_ITEMS, want_line=True)
+                            max_items=LINE_SEARCH_ITEMS, want_line=True,
+                            line_word=selected.text if selected is not None else None)
     if pred is None:
         return empty()
     ctx = pred.context
@@ -47,14 +51,9 @@ async def inline_completion(ls: LayaServer, params: types.InlineCompletionParams
     text = next((c.text for c in pred.candidates if c.kind == "line"), None)
     if ls.system2.enabled:  # System 2's line, when the user is still on it, refines the fast one
         s2 = system2_line(ls, params.text_document.uri, ctx.prefix)
-        if s2 is not None:
-            s2 = fit_to_suffix(s2, ctx.suffix, line_before(ctx.prefix[: len(ctx.prefix) - len(ctx.word)]))
-        text = s2 or text
+        text = (fit_line(ctx, s2) if s2 is not None else None) or text
         ls.system2.request(params.text_document.uri, ctx.prefix, ls.workspace_index.folders)
-    if text is None or len(text) <= len(ctx.word):
-        return empty()
-    return types.InlineCompletionList(items=[types.InlineCompletionItem(
-        insert_text=text, range=pred.context.insert_range, filter_text=text)])
+    return _answer(params, ctx, text)
 
 
 async def _from_inline_model(ls: LayaServer, params: types.InlineCompletionParams
@@ -70,9 +69,29 @@ async def _from_inline_model(ls: LayaServer, params: types.InlineCompletionParam
     rest = await ls.inline_model.line(ls, ctx.prefix, lambda: ls.sequencer.is_current(ticket))
     if not rest or not rest.strip() or not ls.sequencer.is_current(ticket):
         return empty()
-    before = line_before(ctx.prefix[: len(ctx.prefix) - len(ctx.word)])
-    text = fit_to_suffix((ctx.word + rest).rstrip(), ctx.suffix, before)
-    if text is None or len(text) <= len(ctx.word):
+    return _answer(params, ctx, fit_line(ctx, (ctx.word + rest).rstrip()))
+
+
+def fit_line(ctx: CursorContext, line: str) -> str | None:
+    """``line`` (the identifier at the cursor and what follows it) cut to fit before the text after
+    the cursor (``engine.continuation.fit_to_suffix``), as the engine cuts its own lines; None
+    where the rest of the cursor's line is more than closers and quotes, as the engine offers no
+    line there (``engine.continuation.line_is_open``): the item's range ends at the cursor, so
+    ``os.pa|th`` with the line ``parent.name`` would leave ``os.parenth``."""
+    if not line_is_open(ctx.suffix):
+        return None
+    return fit_to_suffix(line, ctx.suffix, line_before(ctx.prefix[: len(ctx.prefix) - len(ctx.word)]))
+
+
+def _answer(params: types.InlineCompletionParams, ctx: CursorContext, text: str | None
+            ) -> types.InlineCompletionList:
+    """The one item ``text`` over ``ctx.insert_range``; none where it adds nothing to the word, or
+    where the editor's completion list has an item selected that it does not extend over the same
+    range (``context.selectedCompletionInfo``: VS Code then shows only an item that does, "must
+    extend the text of the selected item and use the same range")."""
+    selected = params.context.selected_completion_info
+    if text is None or len(text) <= len(ctx.word) or selected is not None and not (
+            selected.range == ctx.insert_range and text.startswith(selected.text)):
         return empty()
     return types.InlineCompletionList(items=[types.InlineCompletionItem(
         insert_text=text, range=ctx.insert_range, filter_text=text)])

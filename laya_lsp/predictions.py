@@ -51,7 +51,7 @@ def take_ticket(ls: LayaServer, uri: str, kind: str) -> Ticket:
 
 
 async def predict_at(ls: LayaServer, uri: str, position: types.Position, kind: str, *,
-                     max_items: int, want_line: bool) -> Prediction | None:
+                     max_items: int, want_line: bool, line_word: str | None = None) -> Prediction | None:
     """Candidates for the cursor at ``position`` in document ``uri``.
 
     Args:
@@ -61,6 +61,8 @@ async def predict_at(ls: LayaServer, uri: str, position: types.Position, kind: s
         kind: the request method (the latest-wins group).
         max_items: most candidates.
         want_line: also ask for a rest-of-line continuation.
+        line_word: the identifier that continuation starts with, where not the best item's (the
+            editor's selected item: ``Predictor.predict``).
 
     Returns:
         The cursor context and candidates, or None when the request went stale, the document is
@@ -94,14 +96,15 @@ async def predict_at(ls: LayaServer, uri: str, position: types.Position, kind: s
     if max_items <= 0:
         return Prediction(ctx, [])
     candidates = await ls.bridge.run(_predict_job, predictor, ls.sequencer, ticket, ctx,
-                                     max_items, want_line, language)
+                                     max_items, want_line, language, line_word)
     if candidates is None or not ls.sequencer.is_current(ticket):
         return None
     return Prediction(ctx, candidates)
 
 
 def _predict_job(predictor: Any, sequencer: Sequencer, ticket: Ticket, ctx: CursorContext,
-                 max_items: int, want_line: bool, language: str) -> list[Candidate] | None:
+                 max_items: int, want_line: bool, language: str, line_word: str | None = None
+                 ) -> list[Candidate] | None:
     """Engine thread: one decision, unless the request went stale while queued."""
     from engine.worker import current_stop
 
@@ -110,7 +113,8 @@ def _predict_job(predictor: Any, sequencer: Sequencer, ticket: Ticket, ctx: Curs
     if predictor.doc_id != ticket.uri:
         predictor.reset()  # the KV cache holds another document's context
     return predictor.predict(ctx.prefix, ctx.suffix, doc_id=ticket.uri, max_items=max_items,
-                             want_line=want_line, stop=current_stop(), language=language)
+                             want_line=want_line, stop=current_stop(), language=language,
+                             line_word=line_word)
 
 
 PREFETCH_AFTER_S = 0.02
