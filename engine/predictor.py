@@ -38,22 +38,23 @@ import numpy as np
 from .compounds import MAX_COMPOUNDS
 from .config import EngineConfig, load_variant, model_path
 from .context import ContextWindow, LineCache
-from .imports import (DEFINES, IMPORTING, ImportIndex, from_import_at, load_module_members,
+from .imports import (DEFINES, from_import_at, load_module_members,
                       module_name_at, next_parts, resolve_module)
 from .languages import BY_NAME, UNKNOWN, Language
 from .lexicon import CorpusLexicon, merge_lexicons
 from .model_io import ModelLoadError
-from .pieces import LONG_MIN, DocLexicon, PieceIndex, context_keys, pieces
+from .pieces import DocLexicon, context_keys, pieces
 from .pool import PoolBuilder
 from .text import in_number, word_prefix
 from .tokenizer import EOS, load_tokenizer
 from .types import Candidate
-from .continuation import (MAX_WORD_TOKENS, LineIndex, continue_line, fit_to_suffix, line_before,
+from .continuation import (MAX_WORD_TOKENS, continue_line, fit_to_suffix, line_before,
                            line_from_document, line_from_workspace, line_is_open)
 from .kv_sync import KVSync
 from .memory import release_free_heap
 from .scoring import with_neural_cache
 from .window_cache import CHUNK_TOKENS
+from .workspace_counts import WorkspaceCounts, count_workspace
 
 log = logging.getLogger(__name__)
 
@@ -406,7 +407,9 @@ class Predictor:
 
     def build_workspace(self, texts: dict[str, list[str]], weight: float | None = None,
                         paths: dict[str, list[str]] | None = None) -> dict[str, CorpusLexicon]:
-        """Count a workspace's files, per language, merged into each language's corpus lexicon.
+        """Count a workspace's files, per language, merged into each language's corpus lexicon:
+        :func:`engine.workspace_counts.count_workspace` then :meth:`merge_workspace` (the server
+        runs the first in a child process, ``laya_lsp.workspace_index``).
 
         Touches no model state, so it may (and should: ~0.1-1 s) run off the engine thread;
         install the result with :meth:`set_workspace`.
@@ -423,22 +426,21 @@ class Predictor:
         Returns:
             Language name -> merged lexicon (the workspace's alone for a language that ships none).
         """
+        return self.merge_workspace(count_workspace(texts, self.tok, paths), weight)
+
+    def merge_workspace(self, counts: WorkspaceCounts, weight: float | None = None) -> dict[str, CorpusLexicon]:
+        """Merge :func:`engine.workspace_counts.count_workspace`'s counts into each language's
+        corpus lexicon (``weight``: see :meth:`build_workspace`). Touches no model state."""
         out = {}
-        imports = None  # one index over the languages that import each other's modules
-        if paths:
-            imports = ImportIndex.from_files(
-                (p, t) for name in IMPORTING for p, t in zip(paths.get(name, ()), texts.get(name, ())))
-        for name, docs in texts.items():
-            if docs:
-                ws = CorpusLexicon.from_texts(docs, self.tok, min_context_count=1)
-                w = weight if weight is not None else self.config.for_language(name).workspace_weight
-                merged = merge_lexicons(self.corpus_lexicon(name), ws, w)
-                if merged is not self.corpus_lexicon(name):  # never the shared shipped one
-                    merged.matches = PieceIndex.from_texts(docs)
-                    merged.matches.followers(["\n"] * LONG_MIN)  # builds its match index here
-                    merged.lines = LineIndex.from_texts(docs)
-                    merged.imports = imports
-                out[name] = merged
+        for name, part in counts.languages.items():
+            ws = CorpusLexicon(part.arrays)
+            w = weight if weight is not None else self.config.for_language(name).workspace_weight
+            merged = merge_lexicons(self.corpus_lexicon(name), ws, w)
+            if merged is not self.corpus_lexicon(name):  # never the shared shipped one
+                merged.matches = part.matches
+                merged.lines = part.lines
+                merged.imports = counts.imports
+            out[name] = merged
         return out
 
     def set_workspace(self, merged: dict[str, CorpusLexicon]) -> None:

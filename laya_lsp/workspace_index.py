@@ -2,8 +2,11 @@
 
 Path of an index: ``initialize`` names the folders; after ``initialized`` a walk
 (:func:`.workspace.read_workspace`) reads them on the ``laya-workspace`` thread, then, once the model
-is loaded, ``Predictor.build_workspace`` counts them on the same thread and ``set_workspace``
-installs the result on the engine thread (a background job: a completion never waits for it).
+is loaded, :func:`engine.workspace_counts.count_workspace` counts them in a niced child process
+(counting on a thread of the server held the GIL for up to ~240 ms at a time and slowed every
+completion while it ran: see that module), ``Predictor.merge_workspace`` merges the counts into
+the shipped lexicons on the ``laya-workspace`` thread and ``set_workspace`` installs the result on
+the engine thread (a background job: a completion never waits for it).
 ``didChangeWorkspaceFolders``, ``didSave`` and ``didChangeWatchedFiles`` (registered dynamically
 where the client allows) start a full re-index, at most once per :data:`REINDEX_INTERVAL_S`; a
 change of folders stops an index under way, a changed file lets it finish and re-indexes after it
@@ -18,10 +21,14 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import multiprocessing
 import os
+import sys
 import threading
+import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING, Iterable
 
 from lsprotocol import types
@@ -29,6 +36,7 @@ from pygls.capabilities import get_capability
 from pygls.uris import from_fs_path, to_fs_path
 
 from engine.languages import CODE_LANGUAGES, for_path
+from engine.workspace_counts import count_workspace
 
 from .config import InitializationOptions
 from .loading import PROGRESS_CREATE_TIMEOUT_S
@@ -93,6 +101,45 @@ def _executor() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix="laya-workspace")
 
 
+def _counter() -> ProcessPoolExecutor:
+    """A pool of one child process for one count: ``spawn``, so it inherits none of the server's
+    threads or locks; one per index, shut down after it, so the ~60 MB a child holds is not kept
+    between indexes (a start costs ~0.3 s of a niced core)."""
+    return ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=_counter_started, initargs=(os.getpid(),))
+
+
+def _counter_started(server: int) -> None:
+    """In the child: stdin and stdout are the server's JSON-RPC channel, never to be read or
+    written here (and the channel must close when the server exits): both go to the null device.
+    Niced, so the server's own threads get the cores first; ends with the server."""
+    if os.getppid() != server:  # the server died while this child started
+        os._exit(0)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the child's lifetime
+    try:
+        os.nice(10)
+    except (AttributeError, OSError):  # Windows, or not allowed
+        pass
+    threading.Thread(target=_exit_with, args=(server,), name="laya-parent-watch", daemon=True).start()
+
+
+PARENT_POLL_S = 1.0
+"""How often the counting child checks that the server is still its parent."""
+
+
+def _exit_with(parent: int) -> None:
+    """In the child: exit once the server is gone (it was re-parented). A server that exits
+    without shutting its pool down (killed, or ``exit`` without ``shutdown``) left the child
+    waiting on its task queue for good: the child holds the queue's write end too, so no end of
+    input ever comes."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_S)
+    os._exit(0)
+
+
 def watch_globs() -> list[str]:
     """Glob patterns for ``didChangeWatchedFiles``: each known language's extensions, .gitignore."""
     exts = sorted({e for lang in CODE_LANGUAGES for e in lang.extensions})
@@ -117,6 +164,9 @@ class WorkspaceIndex:
         self.folders: dict[str, str] = {}
         """Folder URI -> local path."""
         self.executor = _executor()
+        self.counter: ProcessPoolExecutor | None = None
+        """The counting child process (:func:`_counter`) while an index counts."""
+        self._counter_failed = False  # no child process could run here: count on the thread
         self.throttle = Throttle(REINDEX_INTERVAL_S)
         self.generation = 0
         self._stop = threading.Event()
@@ -246,8 +296,11 @@ class WorkspaceIndex:
                 return
             if self._ended(generation, stop):  # shut down while the model loaded
                 return
-            merged = await loop.run_in_executor(self.executor, lambda: predictor.build_workspace(
-                files.texts, paths=files.paths))
+            counts = await self._count(predictor, files, stop)
+            if self._ended(generation, stop):
+                outcome = "superseded" if generation != self.generation else "stopped"
+                return
+            merged = await loop.run_in_executor(self.executor, predictor.merge_workspace, counts)
             if self._ended(generation, stop):
                 outcome = "superseded" if generation != self.generation else "stopped"
                 return
@@ -267,6 +320,27 @@ class WorkspaceIndex:
             if generation == self.generation and self._pending is not None:
                 reason, self._pending = self._pending, None
                 asyncio.get_running_loop().call_soon(self.request, f"after the last index: {reason}")
+
+    async def _count(self, predictor, files: WorkspaceFiles, stop: threading.Event):
+        """:func:`engine.workspace_counts.count_workspace` in the child process; on the
+        ``laya-workspace`` thread where no child process can run (logged once)."""
+        if not self._counter_failed:
+            self.counter = pool = _counter()
+            try:
+                return await asyncio.wrap_future(pool.submit(count_workspace, files.texts, predictor.tok,
+                                                             files.paths))
+            except (BrokenProcessPool, OSError, RuntimeError) as e:
+                if stop.is_set():  # shut down meanwhile (its pool refuses new work)
+                    raise
+                log.warning("workspace counting in a child process failed (%s: %s): counting on a "
+                            "thread of the server", type(e).__name__, e)
+                self._counter_failed = True
+            finally:
+                pool.shutdown(wait=False)
+                if self.counter is pool:
+                    self.counter = None
+        return await asyncio.get_running_loop().run_in_executor(
+            self.executor, count_workspace, files.texts, predictor.tok, files.paths)
 
     def _ended(self, generation: int, stop: threading.Event) -> bool:
         """Whether this index must end here: a newer one superseded it, or ``shutdown`` stopped
@@ -345,6 +419,9 @@ class WorkspaceIndex:
         self.enabled = False
         self._stop.set()
         self.executor.shutdown(wait=False, cancel_futures=True)
+        if self.counter:
+            self.counter.shutdown(wait=False, cancel_futures=True)
+            self.counter = None
 
 
 MAX_FOLDER_EVENTS = 64

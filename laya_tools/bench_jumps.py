@@ -13,7 +13,9 @@ to take it in: two identical servers in a fixed order measured 4.6 / 6.6 / 8.6 a
 driven by the lean client of ``laya_tools.pipe_client`` (the round trip an editor sees).
 
 ``python -m laya_tools.bench_jumps {jumps,pastes,typing} --gap-ms 100 --env LAYA_PREFETCH=0`` runs the
-default server side by side with one started with that environment (an engine switch off).
+default server side by side with one started with that environment (an engine switch off);
+``--workspace DIR`` gives the second server a workspace folder; ``indexing --workspace DIR``
+times keystrokes from the servers' start, while that folder is indexed, in windows of time.
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ WORD_START = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]{3,}")
 class _Server:
     """One server and its lean client (``laya_tools.pipe_client``), counting empty answers."""
 
-    def __init__(self, name: str, options: dict | None, env: dict | None, model=None):
-        self.client = PipeClient(model, init_options=options, env=env)
+    def __init__(self, name: str, options: dict | None, env: dict | None, model=None, root: str | None = None):
+        self.client = PipeClient(model, init_options=options, env=env, root=root)
         self.name = name
         self.empty = 0
 
@@ -58,7 +60,7 @@ class _Server:
 def _servers(servers: dict, model, uri: str, text: str):
     """Start each server, open ``uri`` with ``text``, wait for its model; yield ``{name: _Server}``;
     shut them down. The caller fills each one's ``empty_answers`` from ``_Server.empty``."""
-    live = {name: _Server(name, opts, env, model) for name, (opts, env) in servers.items()}
+    live = {name: _Server(name, *spec[:2], model, *spec[2:]) for name, spec in servers.items()}
     try:
         for s in live.values():
             s.open(uri, text)
@@ -221,6 +223,45 @@ def bench_pastes(text: str, servers: dict[str, tuple[dict | None, dict | None]],
     return out
 
 
+def bench_indexing(text: str, root: str, seconds: float = 60.0, gap: float = 0.02, model=None
+                   ) -> list[tuple[float, float, float]]:
+    """Round trips while a workspace is indexed: a server started with ``root`` as its workspace
+    folder and one without, side by side from their start (no warm-up: the index starts with the
+    server), ``text`` typed one key at a time into both with ``gap`` seconds between keys, each
+    identifier character followed by a completion (the two asked in a random order).
+
+    Returns:
+        ``(seconds since the start, round trip with the workspace, without)`` per completion.
+    """
+    turns = random.Random(1)
+    t0 = time.perf_counter()
+    ws, plain = PipeClient(model, root=root), PipeClient(model)
+    rows = []
+    try:
+        for c in (ws, plain):
+            c.open("file:///bench/indexing.py", "")
+        pos = 0
+        while time.perf_counter() - t0 < seconds:
+            if pos >= len(text):
+                for c in (ws, plain):
+                    c.edit(0, len(c.text), "")
+                pos = 0
+            ch = text[pos]
+            for c in (ws, plain):
+                c.edit(pos, pos, ch)
+            pos += 1
+            if ch.isalnum() or ch == "_":
+                dt = {}
+                for c in turns.sample([ws, plain], 2):
+                    dt[c is ws] = c.complete_at(pos)[1]
+                rows.append((time.perf_counter() - t0, dt[True], dt[False]))
+            time.sleep(gap)
+    finally:
+        for c in (ws, plain):
+            c.shutdown()
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     """The default server against one with ``--env`` set, side by side (seed method)."""
     import argparse
@@ -230,15 +271,33 @@ def main(argv: list[str] | None = None) -> int:
     from .bench import default_text
 
     ap = argparse.ArgumentParser(prog="python -m laya_tools.bench_jumps")
-    ap.add_argument("workload", choices=["jumps", "pastes", "typing"])
+    ap.add_argument("workload", choices=["jumps", "pastes", "typing", "indexing"])
     ap.add_argument("--env", action="append", default=[], metavar="VAR=VALUE",
                     help="environment of the second server (repeatable)")
     ap.add_argument("--gap-ms", type=float, default=0.0, help="pause between keystrokes (and after a paste)")
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--runs", type=int, default=1000)
+    ap.add_argument("--workspace", metavar="DIR",
+                    help="the second server's workspace folder, indexed while the run goes on")
+    ap.add_argument("--seconds", type=float, default=60.0, help="indexing: how long to type")
     a = ap.parse_args(argv)
+    if a.workload == "indexing":
+        if not a.workspace:
+            ap.error("indexing needs --workspace DIR")
+        rows = np.asarray(bench_indexing(default_text()[1], a.workspace, a.seconds, (a.gap_ms or 20.0) / 1e3))
+        print(f"typing while {a.workspace} is indexed; with / without the workspace, interleaved "
+              "(ms: median / p90 / p99)")
+        for lo, hi in ((0, 5), (5, 30), (30, 60), (60, float("inf"))):
+            m = (rows[:, 0] >= lo) & (rows[:, 0] < hi) if len(rows) else np.zeros(0, bool)
+            if m.sum() >= 5:
+                w, n = rows[m, 1] * 1e3, rows[m, 2] * 1e3
+                print(f"  {lo:3.0f}-{hi:<4.0f} s after the start (n={m.sum():4d})  "
+                      + "   ".join(f"{name} {np.median(x):6.2f} / {np.percentile(x, 90):6.2f} / {np.percentile(x, 99):7.2f}"
+                                   for name, x in (("with", w), ("without", n))))
+        return 0
     env = dict(kv.split("=", 1) for kv in a.env)
-    servers = {"default": (None, None), " ".join(a.env) or "default again": (None, env)}
+    second = " ".join(a.env + ([f"workspace {a.workspace}"] if a.workspace else [])) or "default again"
+    servers = {"default": (None, None), second: (None, env, a.workspace)}
     _, text = default_text()
     run = {"jumps": bench_jumps, "pastes": bench_pastes, "typing": bench_typing}[a.workload]
     out = run(text, servers, a.warmup, a.runs, gap=a.gap_ms / 1e3)

@@ -66,13 +66,14 @@ class PipeClient:
         env: extra environment for the server process.
         cwd: the server's working directory (``python -m`` imports ``laya_lsp`` from there
             first: another checkout's tree, for side-by-side comparisons).
+        root: a workspace folder (``rootUri`` and ``workspaceFolders``; the server indexes it).
 
     Raises:
         RuntimeError: the server exited or closed its output before answering.
     """
 
     def __init__(self, model: str | None = None, init_options: dict | None = None, env: dict | None = None,
-                 cwd: str | None = None):
+                 cwd: str | None = None, root: str | None = None):
         opts = dict(init_options or {})
         if model:
             opts["modelPath"] = str(model)
@@ -81,7 +82,9 @@ class PipeClient:
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}, cwd=cwd)
         self._ids = itertools.count(1)
-        self.request("initialize", {"processId": os.getpid(), "rootUri": None, "capabilities": {},
+        root_uri = Path(root).resolve().as_uri() if root else None
+        self.request("initialize", {"processId": os.getpid(), "rootUri": root_uri, "capabilities": {},
+                                    "workspaceFolders": [{"uri": root_uri, "name": Path(root).name}] if root else None,
                                     "initializationOptions": opts})
         self.t_initialized = time.perf_counter() - self.t_spawn
         self.notify("initialized", {})

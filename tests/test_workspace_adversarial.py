@@ -448,3 +448,52 @@ def test_a_hostile_gitignore_neither_hangs_the_index_nor_delays_completions(tmp_
         logged = [m["params"]["message"] for m in s.messages if m.get("method") == "window/logMessage"]
         assert any(".gitignore ignored" in m for m in logged), logged
         assert s.exit() == 0
+
+
+# --- the counting child process -----------------------------------------------------------------
+
+def _counting_children(pid: int) -> list[int]:
+    """The server's ``multiprocessing`` children (``/proc``; Linux)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid \
+                    and b"multiprocessing.spawn" in (d / "cmdline").read_bytes():
+                out.append(int(d.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
+@pytest.mark.parametrize("how", ["exit", "killed"])
+def test_the_counting_process_ends_with_the_server(tmp_path: Path, how: str):
+    """The workspace is counted in a child process (``engine.workspace_counts``); it must not
+    outlive the server, however the server ends while it counts: a server killed (or ended by
+    ``exit`` without ``shutdown``) left it waiting on its task queue for good."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    for i in range(300):  # ~2 MB: a few seconds of counting
+        (root / f"mod{i}.py").write_text("".join(f"def zorbl_{i}_{j}(a, b):\n    return a.zq_{j} + b.zq_{i}\n"
+                                                 for j in range(150)))
+    with RawServer() as s:
+        _start(s, [root.as_uri()])
+        deadline = time.monotonic() + 60
+        while not (children := _counting_children(s.proc.pid)):
+            assert time.monotonic() < deadline, "no counting child process"
+            time.sleep(0.05)
+        if how == "killed":
+            s.kill()
+        else:
+            assert s.exit(shutdown=False) == 1  # exit without shutdown: status 1 (the spec)
+    deadline = time.monotonic() + 30
+    while alive := [c for c in children if _running(c)]:
+        assert time.monotonic() < deadline, f"counting process {alive} outlived the server"
+        time.sleep(0.2)
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"  # not a zombie
+    except (OSError, IndexError):
+        return False

@@ -389,7 +389,9 @@ def test_shutdown_during_an_index_logs_no_error(tmp_path: Path, monkeypatch, cap
         return WorkspaceFiles()
 
     class Predictor:
-        def build_workspace(self, texts, paths=None):
+        tok = None  # count_workspace in the child process needs none for no files
+
+        def merge_workspace(self, counts, weight=None):
             counted.append(1)
             return {}
 
@@ -431,7 +433,9 @@ def test_workspace_index_off_then_on_during_an_index_indexes_again(tmp_path: Pat
         return WorkspaceFiles()
 
     class Predictor:
-        def build_workspace(self, texts, paths=None):
+        tok = None  # count_workspace in the child process needs none for no files
+
+        def merge_workspace(self, counts, weight=None):
             built.append(1)
             return {}
 
