@@ -52,11 +52,16 @@ def build_items(ctx: CursorContext, candidates: list[Candidate], *, insert_repla
         insert_replace: use ``InsertReplaceEdit`` (client declared ``insertReplaceSupport``);
             else a ``TextEdit`` over the whole identifier around the cursor (``replace_range``)
             when part of it is typed, so accepting an item inside a word never repeats the word's
-            end (``os.pa|th``), and an insertion at a word's start (nothing typed), so a word the
-            user has not touched is never deleted (``|os`` + ``import`` is ``importos``).
+            end (``os.pa|th``), and an insertion where nothing is typed. At a word's start with
+            nothing typed (``|os``) such a client gets no item: an insertion glues onto the word
+            (``importos``; Emacs's eglot, which takes the word at point as the text completed,
+            made ``z = |pa(1)`` ``z = pathpa(1)``) and a replacement deletes a word the user has
+            not touched (a fresh helper's ``|os.pa`` + ``import`` gave ``import.pa``).
         max_items: most items.
     """
     items: list[types.CompletionItem] = []
+    if not insert_replace and not ctx.word and ctx.replace_range != ctx.insert_range:
+        return items
     seen: set[str] = set()
     for cand in candidates:
         if cand.text in seen or not cand.text:
@@ -65,10 +70,8 @@ def build_items(ctx: CursorContext, candidates: list[Candidate], *, insert_repla
         if insert_replace:
             edit = types.InsertReplaceEdit(new_text=cand.text, insert=ctx.insert_range,
                                            replace=ctx.replace_range)
-        else:  # the whole identifier the user is typing in: "os.pa|th" + "path" is "os.path";
-            # at a word's start nothing is being typed, so nothing after the cursor is replaced
-            edit = types.TextEdit(range=ctx.replace_range if ctx.word else ctx.insert_range,
-                                  new_text=cand.text)
+        else:  # the whole identifier the user is typing in: "os.pa|th" + "path" is "os.path"
+            edit = types.TextEdit(range=ctx.replace_range, new_text=cand.text)
         items.append(types.CompletionItem(
             label=cand.text,
             kind=_KINDS.get(cand.kind, types.CompletionItemKind.Text),

@@ -167,17 +167,20 @@ def test_position_inside_a_character_is_no_position():
     assert (at5.line, at5.character) == (0, 5) and (at7.line, at7.character) == (0, 6)
 
 
-def test_plain_text_edit_at_a_word_start_inserts():
-    """Nothing typed yet (``|os``): a plain TextEdit inserts and keeps the word after the cursor
-    (a fresh helper's ``import os\n|os.pa`` + ``import`` gave ``import.pa``)."""
-    for text, at, after in (("import os\nos.pa", pos(1, 0), "importos.pa"),
-                            ("x = os.\u00e9t\u00e9", pos(0, 7), "x = os.import\u00e9t\u00e9")):
+def test_plain_text_edit_at_a_word_start_gets_no_item():
+    """Nothing typed yet (``|os``) and a word after the cursor: a client without
+    ``insertReplaceSupport`` gets no item (an insertion glues onto the word, ``importos``, and
+    eglot made ``|pa`` + ``path`` ``pathpa``; a replacement deletes the untouched word: a fresh
+    helper's ``import os\n|os.pa`` + ``import`` gave ``import.pa``); with it, insert and replace
+    ranges say both; where no word follows, an insertion."""
+    for text, at in (("import os\nos.pa", pos(1, 0)), ("x = os.\u00e9t\u00e9", pos(0, 7))):
         ctx = cursor_context(doc_of(text), at)
-        (item,) = build_items(ctx, [Candidate("import", 1.0, "keyword")], insert_replace=False, max_items=5)
-        r = item.text_edit.range
-        assert r.start == r.end == at
-        line = text.split("\n")[at.line]
-        assert line[: r.start.character] + item.text_edit.new_text + line[r.end.character:] == after
+        assert build_items(ctx, [Candidate("import", 1.0, "keyword")], insert_replace=False, max_items=5) == []
+        (item,) = build_items(ctx, [Candidate("import", 1.0, "keyword")], insert_replace=True, max_items=5)
+        assert item.text_edit.insert.start == item.text_edit.insert.end == at != item.text_edit.replace.end
+    ctx = cursor_context(doc_of("import os\nx = "), pos(1, 4))
+    (item,) = build_items(ctx, [Candidate("os", 1.0, "identifier")], insert_replace=False, max_items=5)
+    assert item.text_edit.range.start == item.text_edit.range.end == pos(1, 4)
 
 
 def test_build_items_insert_replace_and_max_items():
