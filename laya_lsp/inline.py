@@ -51,7 +51,9 @@ async def inline_completion(ls: LayaServer, params: types.InlineCompletionParams
     text = next((c.text for c in pred.candidates if c.kind == "line"), None)
     if ls.system2.enabled:  # System 2's line, when the user is still on it, refines the fast one
         s2 = system2_line(ls, params.text_document.uri, ctx.prefix)
-        text = (fit_line(ctx, s2) if s2 is not None else None) or text
+        s2 = fit_line(ctx, s2) if s2 is not None else None
+        if s2 and (selected is None or s2.startswith(selected.text)):  # else the selected item's line
+            text = s2
         ls.system2.request(params.text_document.uri, ctx.prefix, ls.workspace_index.folders)
     return _answer(params, ctx, text)
 

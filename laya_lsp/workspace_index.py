@@ -3,8 +3,9 @@
 Path of an index: ``initialize`` names the folders; after ``initialized`` a walk
 (:func:`.workspace.read_workspace`) reads them on the ``laya-workspace`` thread, then, once the model
 is loaded, :func:`engine.workspace_counts.count_workspace` counts them in a niced child process
-(counting on a thread of the server held the GIL for up to ~240 ms at a time and slowed every
-completion while it ran: see that module), ``Predictor.merge_workspace`` merges the counts into
+(:func:`count_in_child`: counting on a thread of the server held the GIL for up to ~240 ms at a
+time and slowed every completion while it ran; see that module), killed when the index is
+stopped or superseded, ``Predictor.merge_workspace`` merges the counts into
 the shipped lexicons on the ``laya-workspace`` thread and ``set_workspace`` installs the result on
 the engine thread (a background job: a completion never waits for it).
 ``didChangeWorkspaceFolders``, ``didSave`` and ``didChangeWatchedFiles`` (registered dynamically
@@ -25,10 +26,9 @@ import multiprocessing
 import os
 import sys
 import threading
-import time
+import traceback
 import uuid
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Iterable
 
 from lsprotocol import types
@@ -101,20 +101,61 @@ def _executor() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix="laya-workspace")
 
 
-def _counter() -> ProcessPoolExecutor:
-    """A pool of one child process for one count: ``spawn``, so it inherits none of the server's
-    threads or locks; one per index, shut down after it, so the ~60 MB a child holds is not kept
-    between indexes (a start costs ~0.3 s of a niced core)."""
-    return ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_counter_started, initargs=(os.getpid(),))
+COUNT_POLL_S = 0.1
+"""How often the ``laya-workspace`` thread looks for a stop while the child counts."""
 
 
-def _counter_started(server: int) -> None:
-    """In the child: stdin and stdout are the server's JSON-RPC channel, never to be read or
-    written here (and the channel must close when the server exits): both go to the null device.
-    Niced, so the server's own threads get the cores first; ends with the server."""
-    if os.getppid() != server:  # the server died while this child started
-        os._exit(0)
+def count_in_child(files: WorkspaceFiles, tokenizer, stop: threading.Event):
+    """:func:`engine.workspace_counts.count_workspace` in a child process (``spawn``: it inherits
+    none of the server's threads or locks), niced; one per index, so what it holds after counting
+    (~180 MB for 2.4 MB of source) goes with it.
+
+    Returns:
+        The counts, or None when ``stop`` was set meanwhile (the child is killed).
+
+    Raises:
+        OSError, ImportError: no child process can start here (the caller counts on its thread).
+        ChildFailed: the child died, or ``count_workspace`` raised in it (its traceback in the
+            message).
+    """
+    mp = multiprocessing.get_context("spawn")
+    results, child_end = mp.Pipe(duplex=False)
+    child = mp.Process(target=_count_and_send, name="laya-count", daemon=True,
+                       args=(child_end, files.texts, tokenizer, files.paths))
+    try:
+        child.start()
+    finally:
+        child_end.close()
+        if child.pid is None:  # did not start
+            results.close()
+    try:
+        while not results.poll(COUNT_POLL_S):
+            if stop.is_set():
+                return None
+            if not child.is_alive() and not results.poll(0):
+                raise ChildFailed(f"the counting process ended with status {child.exitcode}")
+        try:
+            ok, value = results.recv()
+        except EOFError:
+            raise ChildFailed(f"the counting process ended with status {child.exitcode}") from None
+        if not ok:
+            raise ChildFailed(value)
+        return value
+    finally:
+        if child.is_alive():
+            child.kill()
+        child.join(5)
+        results.close()
+
+
+class ChildFailed(RuntimeError):
+    """The counting child process died, or its count raised."""
+
+
+def _count_and_send(results, texts, tokenizer, paths) -> None:
+    """In the child: niced, ended with the server, stdin and stdout on the null device (nothing of
+    the server's is to be read or written here); count and send ``(True, counts)`` or ``(False,
+    traceback)``."""
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)
@@ -123,20 +164,20 @@ def _counter_started(server: int) -> None:
         os.nice(10)
     except (AttributeError, OSError):  # Windows, or not allowed
         pass
-    threading.Thread(target=_exit_with, args=(server,), name="laya-parent-watch", daemon=True).start()
+    threading.Thread(target=_exit_with_server, name="laya-parent-watch", daemon=True).start()
+    try:
+        out = (True, count_workspace(texts, tokenizer, paths))
+    except BaseException:  # noqa: BLE001 - reported to the server, which logs it
+        out = (False, traceback.format_exc())
+    results.send(out)
+    results.close()
 
 
-PARENT_POLL_S = 1.0
-"""How often the counting child checks that the server is still its parent."""
-
-
-def _exit_with(parent: int) -> None:
-    """In the child: exit once the server is gone (it was re-parented). A server that exits
-    without shutting its pool down (killed, or ``exit`` without ``shutdown``) left the child
-    waiting on its task queue for good: the child holds the queue's write end too, so no end of
-    input ever comes."""
-    while os.getppid() == parent:
-        time.sleep(PARENT_POLL_S)
+def _exit_with_server() -> None:
+    """In the child: exit as soon as the server is gone, however it ended (killed, or ``exit``,
+    which leaves through ``os._exit``): ``multiprocessing.parent_process()``'s sentinel, the end
+    of a pipe on POSIX, the server's process handle on Windows."""
+    multiprocessing.parent_process().join()
     os._exit(0)
 
 
@@ -164,9 +205,7 @@ class WorkspaceIndex:
         self.folders: dict[str, str] = {}
         """Folder URI -> local path."""
         self.executor = _executor()
-        self.counter: ProcessPoolExecutor | None = None
-        """The counting child process (:func:`_counter`) while an index counts."""
-        self._counter_failed = False  # no child process could run here: count on the thread
+        self._count_on_thread = False  # no child process can start here (logged once)
         self.throttle = Throttle(REINDEX_INTERVAL_S)
         self.generation = 0
         self._stop = threading.Event()
@@ -270,6 +309,8 @@ class WorkspaceIndex:
             self._pending = reason
             return
         self._pending = None
+        if supersede:  # what an index under way reads is stale: stop it (and its counting process) now
+            self._stop.set()
         self.throttle.trigger("workspace", self._launch)
 
     def _launch(self) -> None:
@@ -296,7 +337,7 @@ class WorkspaceIndex:
                 return
             if self._ended(generation, stop):  # shut down while the model loaded
                 return
-            counts = await self._count(predictor, files, stop)
+            counts = await loop.run_in_executor(self.executor, self._count, predictor, files, stop)
             if self._ended(generation, stop):
                 outcome = "superseded" if generation != self.generation else "stopped"
                 return
@@ -321,26 +362,17 @@ class WorkspaceIndex:
                 reason, self._pending = self._pending, None
                 asyncio.get_running_loop().call_soon(self.request, f"after the last index: {reason}")
 
-    async def _count(self, predictor, files: WorkspaceFiles, stop: threading.Event):
-        """:func:`engine.workspace_counts.count_workspace` in the child process; on the
-        ``laya-workspace`` thread where no child process can run (logged once)."""
-        if not self._counter_failed:
-            self.counter = pool = _counter()
+    def _count(self, predictor, files: WorkspaceFiles, stop: threading.Event):
+        """``laya-workspace`` thread: the workspace's counts (:func:`count_in_child`; on this thread
+        where no child process can start), or None when the index was stopped."""
+        if not self._count_on_thread:
             try:
-                return await asyncio.wrap_future(pool.submit(count_workspace, files.texts, predictor.tok,
-                                                             files.paths))
-            except (BrokenProcessPool, OSError, RuntimeError) as e:
-                if stop.is_set():  # shut down meanwhile (its pool refuses new work)
-                    raise
-                log.warning("workspace counting in a child process failed (%s: %s): counting on a "
+                return count_in_child(files, predictor.tok, stop)
+            except (OSError, ImportError) as e:
+                log.warning("workspace counting cannot start a child process (%s: %s): counting on a "
                             "thread of the server", type(e).__name__, e)
-                self._counter_failed = True
-            finally:
-                pool.shutdown(wait=False)
-                if self.counter is pool:
-                    self.counter = None
-        return await asyncio.get_running_loop().run_in_executor(
-            self.executor, count_workspace, files.texts, predictor.tok, files.paths)
+                self._count_on_thread = True
+        return count_workspace(files.texts, predictor.tok, files.paths)
 
     def _ended(self, generation: int, stop: threading.Event) -> bool:
         """Whether this index must end here: a newer one superseded it, or ``shutdown`` stopped
@@ -418,10 +450,7 @@ class WorkspaceIndex:
     def shutdown(self) -> None:
         self.enabled = False
         self._stop.set()
-        self.executor.shutdown(wait=False, cancel_futures=True)
-        if self.counter:
-            self.counter.shutdown(wait=False, cancel_futures=True)
-            self.counter = None
+        self.executor.shutdown(wait=False, cancel_futures=True)  # a count under way kills its child
 
 
 MAX_FOLDER_EVENTS = 64

@@ -468,28 +468,61 @@ def _counting_children(pid: int) -> list[int]:
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
 @pytest.mark.parametrize("how", ["exit", "killed"])
 def test_the_counting_process_ends_with_the_server(tmp_path: Path, how: str):
-    """The workspace is counted in a child process (``engine.workspace_counts``); it must not
-    outlive the server, however the server ends while it counts: a server killed (or ended by
-    ``exit`` without ``shutdown``) left it waiting on its task queue for good."""
+    """The workspace is counted in a child process (``laya_lsp.workspace_index.count_in_child``);
+    it must not outlive the server, however the server ends while it counts (killed, or ``exit``,
+    which leaves through ``os._exit``)."""
     root = tmp_path / "ws"
-    root.mkdir()
-    for i in range(300):  # ~2 MB: a few seconds of counting
-        (root / f"mod{i}.py").write_text("".join(f"def zorbl_{i}_{j}(a, b):\n    return a.zq_{j} + b.zq_{i}\n"
-                                                 for j in range(150)))
+    _big_workspace(root, 1500)  # tens of seconds of counting here
     with RawServer() as s:
         _start(s, [root.as_uri()])
         deadline = time.monotonic() + 60
-        while not (children := _counting_children(s.proc.pid)):
+        # counting: started and niced (a child killed before that ends by another path)
+        while not (children := _counting_children(s.proc.pid)) or not all(map(_niced, children)):
             assert time.monotonic() < deadline, "no counting child process"
             time.sleep(0.05)
         if how == "killed":
             s.kill()
         else:
             assert s.exit(shutdown=False) == 1  # exit without shutdown: status 1 (the spec)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 3  # long before its count would end
     while alive := [c for c in children if _running(c)]:
         assert time.monotonic() < deadline, f"counting process {alive} outlived the server"
         time.sleep(0.2)
+
+
+def _big_workspace(root: Path, files: int) -> None:
+    root.mkdir()
+    for i in range(files):  # ~7 KB each: seconds of counting per 300 files here
+        (root / f"mod{i}.py").write_text("".join(f"def zorbl_{i}_{j}(a, b):\n    return a.zq_{j} + b.zq_{i}\n"
+                                                 for j in range(150)))
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
+def test_a_superseded_count_ends_its_process_at_once(tmp_path: Path):
+    """The folder goes while its 1,500 files are counted (tens of seconds here): the counting
+    process is killed at once, not left to count for nothing beside the next index's."""
+    root = tmp_path / "ws"
+    _big_workspace(root, 1500)
+    with RawServer() as s:
+        _start(s, [root.as_uri()])
+        deadline = time.monotonic() + 60
+        while not (children := _counting_children(s.proc.pid)) or not all(map(_niced, children)):
+            assert time.monotonic() < deadline, "no counting child process"
+            time.sleep(0.05)
+        s.notify("workspace/didChangeWorkspaceFolders",
+                 {"event": {"added": [], "removed": [{"uri": root.as_uri(), "name": "f0"}]}})
+        deadline = time.monotonic() + 3
+        while alive := [c for c in children if _running(c)]:
+            assert time.monotonic() < deadline, f"the superseded count {alive} goes on"
+            time.sleep(0.05)
+        assert s.exit() == 0
+
+
+def _niced(pid: int) -> bool:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16]) > 0
+    except (OSError, IndexError, ValueError):
+        return False
 
 
 def _running(pid: int) -> bool:
