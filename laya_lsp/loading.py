@@ -146,6 +146,25 @@ PROGRESS_CREATE_TIMEOUT_S = 2.0
 long; the work goes on (the workspace index waited for the answer forever)."""
 
 
+async def create_progress(ls: LayaServer, token: str) -> bool:
+    """Ask the client for a work-done progress ``token`` (``window/workDoneProgress/create``);
+    False when it refuses or does not answer within :data:`PROGRESS_CREATE_TIMEOUT_S` (the work
+    goes on without progress). The request is forgotten after the wait, so an answer that comes
+    later is dropped quietly (with pygls's ``create_async`` it raised ``InvalidStateError``, shown
+    to the user as an error: "failed to handle a message")."""
+    msg_id = f"laya-progress-{uuid.uuid4()}"
+    future = ls.protocol.send_request(types.WINDOW_WORK_DONE_PROGRESS_CREATE,
+                                      types.WorkDoneProgressCreateParams(token=token), msg_id=msg_id)
+    try:
+        await asyncio.wait_for(asyncio.wrap_future(future), PROGRESS_CREATE_TIMEOUT_S)
+        return True
+    except Exception as e:  # noqa: BLE001 - a client may refuse or never answer
+        log.debug("window/workDoneProgress/create failed: %s", e or type(e).__name__)
+        return False
+    finally:
+        ls.protocol.forget_request(msg_id)
+
+
 class _VariantError(Exception):
     """The ``variant`` option names no usable variant file."""
 
@@ -201,10 +220,7 @@ async def report_loading(ls: LayaServer) -> None:
     token = None
     if ls.client_supports_progress:
         token = f"laya-load-{uuid.uuid4()}"
-        try:
-            await asyncio.wait_for(ls.work_done_progress.create_async(token), PROGRESS_CREATE_TIMEOUT_S)
-        except Exception as e:  # noqa: BLE001 - a client may refuse or never answer; loading goes on
-            log.debug("window/workDoneProgress/create failed: %s", e)
+        if not await create_progress(ls, token):  # loading goes on without progress
             token = None
     progress = ls.work_done_progress
     if token:

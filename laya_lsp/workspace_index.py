@@ -39,7 +39,7 @@ from engine.languages import CODE_LANGUAGES, for_path
 from engine.workspace_counts import count_workspace
 
 from .config import InitializationOptions
-from .loading import PROGRESS_CREATE_TIMEOUT_S
+from .loading import create_progress
 from .scheduling import Throttle
 from .workspace import SKIP_DIRS, WorkspaceFiles, read_workspace
 
@@ -516,12 +516,10 @@ class _Progress:
         token = None
         if ls.client_supports_progress:
             token = f"laya-workspace-{uuid.uuid4()}"
-            try:
-                await asyncio.wait_for(ls.work_done_progress.create_async(token), PROGRESS_CREATE_TIMEOUT_S)
+            if await create_progress(ls, token):  # else indexing goes on without progress
                 ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
                     title=PROGRESS_TITLE, message="reading files", percentage=0, cancellable=False))
-            except Exception as e:  # noqa: BLE001 - a client may refuse or never answer; indexing goes on
-                log.debug("window/workDoneProgress/create failed: %s", e)
+            else:
                 token = None
         return cls(ls, token)
 

@@ -266,3 +266,28 @@ def test_the_cursor_after_a_reversed_range_is_after_the_inserted_text():
     change = types.TextDocumentContentChangePartial(range=types.Range(
         start=types.Position(line=1, character=5), end=types.Position(line=1, character=0)), text="zz")
     assert position_after_change(change, doc) == types.Position(line=1, character=2)
+
+
+def test_a_late_answer_to_a_progress_request_is_dropped_quietly(tmp_path):
+    """A busy editor answers ``window/workDoneProgress/create`` after the server stopped waiting
+    (``laya_lsp.loading.PROGRESS_CREATE_TIMEOUT_S``): the answer is dropped; it raised in pygls and
+    reached the user as an error message, "failed to handle a message"."""
+    import time
+
+    from laya_lsp.loading import PROGRESS_CREATE_TIMEOUT_S
+
+    (tmp_path / "mod.py").write_text("def zq_name():\n    return 1\n")
+    with RawServer() as s:
+        s.call("initialize", {"processId": None, "rootUri": tmp_path.as_uri(),
+                              "capabilities": {"window": {"workDoneProgress": True}}})
+        s.notify("initialized", {})
+        time.sleep(PROGRESS_CREATE_TIMEOUT_S + 1.0)
+        asked = [m for m in s.messages if m.get("method") == "window/workDoneProgress/create"]
+        assert len(asked) == 2, [m.get("method") for m in s.messages]  # the model's, the workspace's
+        for m in asked:
+            s.send({"jsonrpc": "2.0", "id": m["id"], "result": None})
+        time.sleep(1.0)  # a log message is sent after the answer that caused it
+        assert s.exit() == 0
+    errors = [m["params"] for m in s.messages
+              if m.get("method") in ("window/logMessage", "window/showMessage") and m["params"]["type"] <= 2]
+    assert errors == [], errors
