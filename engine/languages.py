@@ -31,6 +31,12 @@ class Language:
     corpus_extensions: tuple[str, ...] | None = None
     """The endings the training corpus takes (``laya corpus``); None: :attr:`extensions`. C takes
     ``.c`` and ``.h`` only, while C++ and Objective-C documents and workspace files use C's filter."""
+    not_after_dot: frozenset[str] = frozenset()
+    """Reserved words that never follow a member access's ``.`` (``self.class``, ``fmt.func``): no
+    item there. Empty where a property may be any word (JavaScript's ``promise.catch``)."""
+    name_after: frozenset[str] = frozenset()
+    """Keywords after which a new name comes, never a reserved word (``def``, ``class``, ``fn``):
+    no :attr:`not_after_dot` item there either."""
 
     @property
     def corpus_endings(self) -> tuple[str, ...]:
@@ -45,7 +51,12 @@ PYTHON = Language(
     "python", ("python",), (".py", ".pyi"),
     _kw("False None True and as assert async await break class continue def del elif else except "
         "finally for from global if import in is lambda nonlocal not or pass raise return try while "
-        "with yield match case self cls"))
+        "with yield match case self cls"),
+    # Python's reserved words (``keyword.kwlist``); ``match``, ``case`` are soft (``re.match``)
+    not_after_dot=_kw("False None True and as assert async await break class continue def del elif "
+                      "else except finally for from global if import in is lambda nonlocal not or "
+                      "pass raise return try while with yield"),
+    name_after=_kw("def class"))
 JAVASCRIPT = Language(
     "javascript", ("javascript", "javascriptreact", "js"), (".js", ".mjs", ".cjs", ".jsx"),
     _kw("await break case catch class const continue debugger default delete do else export extends "
@@ -61,17 +72,28 @@ TYPESCRIPT = Language(
 GO = Language(
     "go", ("go",), (".go",),
     _kw("break case chan const continue default defer else fallthrough for func go goto if import "
-        "interface map package range return select struct switch type var nil true false iota"))
+        "interface map package range return select struct switch type var nil true false iota"),
+    # the 25 keywords (``nil``, ``true``, ``iota`` are predeclared names: a field may be one)
+    not_after_dot=_kw("break case chan const continue default defer else fallthrough for func go goto "
+                      "if import interface map package range return select struct switch type var"))
 RUST = Language(
     "rust", ("rust",), (".rs",),
     _kw("as async await break const continue crate dyn else enum extern false fn for if impl in let "
         "loop match mod move mut pub ref return self Self static struct super trait true type unsafe "
-        "use where while"))
+        "use where while"),
+    # strict keywords but ``await`` (``fut.await``)
+    not_after_dot=_kw("as async break const continue crate dyn else enum extern false fn for if impl "
+                      "in let loop match mod move mut pub ref return self Self static struct super "
+                      "trait true type unsafe use where while"),
+    name_after=_kw("fn struct enum trait mod"))
 C = Language(
     "c", ("c", "cpp", "c++", "objective-c"), (".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx"),
     _kw("auto break case char const continue default do double else enum extern float for goto if "
         "inline int long register restrict return short signed sizeof static struct switch typedef "
-        "union unsigned void volatile while NULL"), corpus_extensions=(".c", ".h"))
+        "union unsigned void volatile while NULL"), corpus_extensions=(".c", ".h"),
+    not_after_dot=_kw("auto break case char const continue default do double else enum extern float "
+                      "for goto if inline int long register restrict return short signed sizeof "
+                      "static struct switch typedef union unsigned void volatile while"))
 
 PROSE = Language(
     "prose", ("markdown", "plaintext", "restructuredtext", "rst", "git-commit", "gitcommit", "scminput", "text",

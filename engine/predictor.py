@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 import time
 from collections import Counter
@@ -71,6 +72,23 @@ def kv_capacity(cfg: EngineConfig) -> int:
 _NOT_BEGUN = object()
 """``Predictor._pool_doc`` when the current pool has not begun a context (never equal to a document
 or to None, the document of a decision without ``doc_id``)."""
+
+
+_NAME_AFTER = re.compile(r"(?<![\w.])(\w+)[ \t]+$")
+
+
+def _reserved_here(lang: Language, ctx_text: str) -> frozenset[str]:
+    """The reserved words that cannot be the identifier at the end of ``ctx_text``: after a member
+    access (``self.``, not ``..`` or a number's ``1.``) or a keyword that a new name follows
+    (``def``); see ``Language.not_after_dot``. A fresh user's ``x = self.c`` offered ``class``
+    first, ``obj.i`` ``import``, ``def c`` ``class``."""
+    if not lang.not_after_dot:
+        return frozenset()
+    if ctx_text.endswith(".") and not ctx_text.endswith(".."):
+        before = ctx_text[:-1]
+        return frozenset() if before[-1:].isdigit() and in_number(before) else lang.not_after_dot
+    m = _NAME_AFTER.search(ctx_text, max(0, len(ctx_text) - 64))
+    return lang.not_after_dot if m and m.group(1) in lang.name_after else frozenset()
 
 
 def _indented(text: str) -> bool:
@@ -119,6 +137,7 @@ class Predictor:
         # finish that full window on keystrokes that need no forward pass; the server turns this
         # off and calls ``advance`` when the engine thread is idle (``engine.worker``) instead
         self.advance_on_keystroke = True
+        self._no_words: frozenset[str] = frozenset()  # reserved words that cannot come here
         self.doc_id: str | None = None
         self._docs: dict[str, DocLexicon] = {}
         self._ctx: list[int] | None = None  # context of the last decision
@@ -629,6 +648,7 @@ class Predictor:
                 self._first_known[:] = False
                 self._line_cache.clear()
             self._begin_pool(ctx_text, doc)
+        self._no_words = _reserved_here(lang, ctx_text)
         out = self._rank_words(typed, lang, cfg, max_items)
         if lang.name == "prose" and typed[:1].islower() and len(out) < max_items:
             # prose: "tues" also offers "Tuesday" (after the words that match as typed), as
@@ -721,7 +741,7 @@ class Predictor:
         plain = "word" if lang.name == "prose" else "identifier"
         for i in order:
             w = words[i]
-            if len(w) > len(typed) and w not in seen:
+            if len(w) > len(typed) and w not in seen and w not in self._no_words:
                 seen.add(w)
                 out.append(Candidate(w, float(score[i]), "keyword" if w in lang.keywords else plain))
                 if len(out) >= max_items:

@@ -252,3 +252,24 @@ def test_the_same_text_in_another_language_begins_that_languages_pool():
     text = "import os\n\ndef main(argv):\n    return os.pa"
     assert p.predict(text)
     assert [c.text for c in p.predict(text, language="go")]  # raised AttributeError: no pool begun
+
+
+def test_no_reserved_word_after_a_member_access_or_a_definition_keyword(pred):
+    """``x = self.c`` offered ``class`` first, ``obj.i`` ``import``, ``def c`` ``class`` (a fresh
+    user, an empty workspace): a reserved word can never come there. Soft keywords can
+    (``re.match``), and a number's dot and ``..`` are not member accesses."""
+    from engine.languages import GO, JAVASCRIPT, PYTHON, RUST
+    from engine.predictor import _reserved_here
+
+    body = "import os\nimport re\n\n\nclass Foo:\n    def go(self, obj):\n"
+    for line, word in (("        x = self.c", "class"), ("        y = obj.i", "import"),
+                       ("        z = obj.f", "for"), ("        w = os.r", "return"), ("    def c", "class")):
+        items = [c.text for c in pred.predict(body + line, max_items=20, language="python")]
+        assert items and word not in items, (line, items)
+    assert "class" in [c.text for c in pred.predict(body + "\n\ncl", max_items=20, language="python")]
+    assert "match" not in _reserved_here(PYTHON, "x = re.") and "import" in _reserved_here(PYTHON, "x = re.")
+    assert not _reserved_here(PYTHON, "x = 1.") and not _reserved_here(PYTHON, "x[1..")
+    assert _reserved_here(PYTHON, "f().") and _reserved_here(PYTHON, "x1.") and _reserved_here(PYTHON, "async def ")
+    assert "await" not in _reserved_here(RUST, "fut.") and "match" in _reserved_here(RUST, "x.")
+    assert "func" in _reserved_here(GO, "fmt.") and "nil" not in _reserved_here(GO, "fmt.")
+    assert not _reserved_here(JAVASCRIPT, "promise.")  # promise.catch, obj.default: any word
