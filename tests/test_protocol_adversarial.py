@@ -15,17 +15,10 @@ from pygls.workspace import TextDocument
 
 from laya_lsp.documents import cursor_context
 from tests.lsp_raw import InProcessServer, RawServer
+from tests.unit_lengths import units
 
 _BREAK = re.compile(r"\r\n|\r|\n")
 _uris = itertools.count()
-
-
-def units(text: str, encoding: str) -> int:
-    if encoding == "utf-8":
-        return len(text.encode("utf-8"))
-    if encoding == "utf-16":
-        return len(text.encode("utf-16-le")) // 2
-    return len(text)
 
 
 def position(text: str, offset: int, encoding: str) -> dict:

@@ -475,19 +475,30 @@ def test_the_counting_process_ends_with_the_server(tmp_path: Path, how: str):
     _big_workspace(root, 1500)  # tens of seconds of counting here
     with RawServer() as s:
         _start(s, [root.as_uri()])
-        deadline = time.monotonic() + 60
-        # counting: started and niced (a child killed before that ends by another path)
-        while not (children := _counting_children(s.proc.pid)) or not all(map(_niced, children)):
-            assert time.monotonic() < deadline, "no counting child process"
-            time.sleep(0.05)
+        children = _counting(s)
         if how == "killed":
             s.kill()
         else:
             assert s.exit(shutdown=False) == 1  # exit without shutdown: status 1 (the spec)
-    deadline = time.monotonic() + 3  # long before its count would end
+    _ended_soon(children, "outlived the server")
+
+
+def _counting(s: RawServer) -> list[int]:
+    """The server's counting processes once they count: started and niced (a child killed before
+    that ends by another path)."""
+    deadline = time.monotonic() + 60
+    while not (children := _counting_children(s.proc.pid)) or not all(map(_niced, children)):
+        assert time.monotonic() < deadline, "no counting child process"
+        time.sleep(0.05)
+    return children
+
+
+def _ended_soon(children: list[int], what: str) -> None:
+    """``children`` end within 3 s, long before their count would."""
+    deadline = time.monotonic() + 3
     while alive := [c for c in children if _running(c)]:
-        assert time.monotonic() < deadline, f"counting process {alive} outlived the server"
-        time.sleep(0.2)
+        assert time.monotonic() < deadline, f"counting process {alive} {what}"
+        time.sleep(0.05)
 
 
 def _big_workspace(root: Path, files: int) -> None:
@@ -505,16 +516,10 @@ def test_a_superseded_count_ends_its_process_at_once(tmp_path: Path):
     _big_workspace(root, 1500)
     with RawServer() as s:
         _start(s, [root.as_uri()])
-        deadline = time.monotonic() + 60
-        while not (children := _counting_children(s.proc.pid)) or not all(map(_niced, children)):
-            assert time.monotonic() < deadline, "no counting child process"
-            time.sleep(0.05)
+        children = _counting(s)
         s.notify("workspace/didChangeWorkspaceFolders",
                  {"event": {"added": [], "removed": [{"uri": root.as_uri(), "name": "f0"}]}})
-        deadline = time.monotonic() + 3
-        while alive := [c for c in children if _running(c)]:
-            assert time.monotonic() < deadline, f"the superseded count {alive} goes on"
-            time.sleep(0.05)
+        _ended_soon(children, "went on counting for a superseded index")
         assert s.exit() == 0
 
 
