@@ -133,6 +133,9 @@ def check(args: argparse.Namespace) -> int:
         engine.shutdown()
     # --check is a command-line report, not a server run: stdout carries no JSON-RPC here
     print(f"model loaded in {load_ms:.0f} ms; one decision in {predict_ms:.1f} ms")
+    last = CHECK_SAMPLE.rsplit("\n", 1)[-1]
+    print(f"completing the end of a sample Python file ({CHECK_SAMPLE.count(chr(10)) + 1} lines), "
+          f"its last line {last!r}:")
     for c in cands:
         print(f"  {c.kind:10s} {c.score:8.2f}  {c.text!r}")
     return 0 if cands else 1
