@@ -648,7 +648,7 @@ class Predictor:
                 self._first_known[:] = False
                 self._line_cache.clear()
             self._begin_pool(ctx_text, doc)
-        self._no_words = _reserved_here(lang, ctx_text)
+            self._no_words = _reserved_here(lang, ctx_text)  # per context, as the pool
         out = self._rank_words(typed, lang, cfg, max_items)
         if lang.name == "prose" and typed[:1].islower() and len(out) < max_items:
             # prose: "tues" also offers "Tuesday" (after the words that match as typed), as
@@ -658,7 +658,7 @@ class Predictor:
             out += [c for c in more if c.text not in have][: max_items - len(out)]
         head = out[0].text if out else None
         if line_word is not None and len(typed) < len(line_word) <= 256 and line_word.startswith(typed) and \
-                word_prefix(line_word) == line_word and not line_word[:1].isdigit():
+                word_prefix(line_word) == line_word:  # an identifier (no leading digit) extending typed
             head = line_word
         if want_line and head and line_is_open(suffix) and (
                 self.config.line_match_min_chars > 0 or (self._hidden is not None and self.config.line_max_tokens > 0)):

@@ -14,8 +14,8 @@ driven by the lean client of ``laya_tools.pipe_client`` (the round trip an edito
 
 ``python -m laya_tools.bench_jumps {jumps,pastes,typing} --gap-ms 100 --env LAYA_PREFETCH=0`` runs the
 default server side by side with one started with that environment (an engine switch off);
-``--workspace DIR`` gives the second server a workspace folder; ``indexing --workspace DIR``
-times keystrokes from the servers' start, while that folder is indexed, in windows of time.
+``indexing --workspace DIR`` times keystrokes into a server indexing that folder and one without
+a workspace, from their start, in windows of time.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ WORD_START = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]{3,}")
 class _Server:
     """One server and its lean client (``laya_tools.pipe_client``), counting empty answers."""
 
-    def __init__(self, name: str, options: dict | None, env: dict | None, model=None, root: str | None = None):
-        self.client = PipeClient(model, init_options=options, env=env, root=root)
+    def __init__(self, name: str, options: dict | None, env: dict | None, model=None):
+        self.client = PipeClient(model, init_options=options, env=env)
         self.name = name
         self.empty = 0
 
@@ -60,7 +60,7 @@ class _Server:
 def _servers(servers: dict, model, uri: str, text: str):
     """Start each server, open ``uri`` with ``text``, wait for its model; yield ``{name: _Server}``;
     shut them down. The caller fills each one's ``empty_answers`` from ``_Server.empty``."""
-    live = {name: _Server(name, *spec[:2], model, *spec[2:]) for name, spec in servers.items()}
+    live = {name: _Server(name, opts, env, model) for name, (opts, env) in servers.items()}
     try:
         for s in live.values():
             s.open(uri, text)
@@ -154,15 +154,8 @@ def bench_typing(text: str, servers: dict[str, tuple[dict | None, dict | None]],
         quiet = 0  # keys since the last completion request
         pos = start
         while n < warmup + runs:
-            if pos >= len(text):
-                for s in live.values():  # start again from an empty document
-                    s.edit(0, len(s.text), "")
-                pos = 0
-            ch = text[pos]
-            for s in live.values():
-                s.edit(pos, pos, ch)
-            pos += 1
-            if ch.isalnum() or ch == "_":
+            pos, ident = _type_key(live.values(), text, pos)
+            if ident:
                 _ask_in_turn(live, turns, pos, out, n >= warmup, "after_other" if quiet >= 8 else "typing")
                 n += 1
                 quiet = 0
@@ -223,6 +216,20 @@ def bench_pastes(text: str, servers: dict[str, tuple[dict | None, dict | None]],
     return out
 
 
+def _type_key(clients, text: str, pos: int) -> tuple[int, bool]:
+    """Type ``text[pos]`` into each client's document (which is ``text[:pos]``; at the end of
+    ``text``, first empty them all and start again); returns the next ``pos`` and whether the key
+    was an identifier character (one an editor asks a completion after)."""
+    if pos >= len(text):
+        for c in clients:
+            c.edit(0, len(c.text), "")
+        pos = 0
+    ch = text[pos]
+    for c in clients:
+        c.edit(pos, pos, ch)
+    return pos + 1, ch.isalnum() or ch == "_"
+
+
 def bench_indexing(text: str, root: str, seconds: float = 60.0, gap: float = 0.02, model=None
                    ) -> list[tuple[float, float, float]]:
     """Round trips while a workspace is indexed: a server started with ``root`` as its workspace
@@ -242,15 +249,8 @@ def bench_indexing(text: str, root: str, seconds: float = 60.0, gap: float = 0.0
             c.open("file:///bench/indexing.py", "")
         pos = 0
         while time.perf_counter() - t0 < seconds:
-            if pos >= len(text):
-                for c in (ws, plain):
-                    c.edit(0, len(c.text), "")
-                pos = 0
-            ch = text[pos]
-            for c in (ws, plain):
-                c.edit(pos, pos, ch)
-            pos += 1
-            if ch.isalnum() or ch == "_":
+            pos, ident = _type_key((ws, plain), text, pos)
+            if ident:
                 dt = {}
                 for c in turns.sample([ws, plain], 2):
                     dt[c is ws] = c.complete_at(pos)[1]
@@ -277,8 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gap-ms", type=float, default=0.0, help="pause between keystrokes (and after a paste)")
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--runs", type=int, default=1000)
-    ap.add_argument("--workspace", metavar="DIR",
-                    help="the second server's workspace folder, indexed while the run goes on")
+    ap.add_argument("--workspace", metavar="DIR", help="indexing: the workspace folder indexed")
     ap.add_argument("--seconds", type=float, default=60.0, help="indexing: how long to type")
     a = ap.parse_args(argv)
     if a.workload == "indexing":
@@ -296,8 +295,7 @@ def main(argv: list[str] | None = None) -> int:
                                    for name, x in (("with", w), ("without", n))))
         return 0
     env = dict(kv.split("=", 1) for kv in a.env)
-    second = " ".join(a.env + ([f"workspace {a.workspace}"] if a.workspace else [])) or "default again"
-    servers = {"default": (None, None), second: (None, env, a.workspace)}
+    servers = {"default": (None, None), " ".join(a.env) or "default again": (None, env)}
     _, text = default_text()
     run = {"jumps": bench_jumps, "pastes": bench_pastes, "typing": bench_typing}[a.workload]
     out = run(text, servers, a.warmup, a.runs, gap=a.gap_ms / 1e3)
