@@ -126,7 +126,7 @@ def load_built(folder: Path):
         return None
     if mod is not None:
         _loaded, _source = mod, "aot"
-        log.info("numba kernels: ahead-of-time build %s", folder)
+        log.info("numba kernels: loaded the ahead-of-time build in %s", folder)
     return mod
 
 

@@ -135,9 +135,10 @@ def check(args: argparse.Namespace) -> int:
     print(f"model loaded in {load_ms:.0f} ms; one decision in {predict_ms:.1f} ms")
     last = CHECK_SAMPLE.rsplit("\n", 1)[-1]
     print(f"completing the end of a sample Python file ({CHECK_SAMPLE.count(chr(10)) + 1} lines), "
-          f"its last line {last!r}:")
+          f"its last line {last!r} (kind, score: log-probability, item):")
     for c in cands:
         print(f"  {c.kind:10s} {c.score:8.2f}  {c.text!r}")
+    print("ok: the server can start" if cands else "no candidate: something is wrong (exit status 1)")
     return 0 if cands else 1
 
 

@@ -297,8 +297,9 @@ def bench_round_trip(text: str, warmup: int = 100, runs: int = 1000, model=None,
 def before_cursor(text: str, cursor: int, width: int = 40) -> str:
     """The last ``width`` characters before ``cursor`` on one line, then ``|`` for the cursor.
 
-    Line breaks show as ``\\n`` and indentation runs shrink to one space, so a cursor at the start
-    of a line still shows what came before it (the end of the previous line).
+    Line breaks show as ``\\n`` (the blanks around them dropped, indentation included) and other
+    runs of blanks shrink to one space, so a cursor at the start of a line still shows what came
+    before it (the end of the previous line).
     """
     import re
 
