@@ -83,10 +83,11 @@ class PipeClient:
                                      env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}, cwd=cwd)
         self._ids = itertools.count(1)
         root_uri = Path(root).resolve().as_uri() if root else None
-        self.request("initialize", {"processId": os.getpid(), "rootUri": root_uri, "capabilities": {},
+        result = self.request("initialize", {"processId": os.getpid(), "rootUri": root_uri, "capabilities": {},
                                     "workspaceFolders": [{"uri": root_uri, "name": Path(root).name}] if root else None,
                                     "initializationOptions": opts})
         self.t_initialized = time.perf_counter() - self.t_spawn
+        self.server_info = (result or {}).get("serverInfo")  # {"name", "version"}, or None
         self.notify("initialized", {})
         self.uri: str | None = None
         self.text = ""

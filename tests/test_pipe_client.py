@@ -4,6 +4,7 @@ edits incrementally in UTF-16 columns, reports error answers and ends the server
 import pytest
 
 from laya_tools.pipe_client import PipeClient, position
+from laya_tools.replay import ranked
 
 
 def test_position_counts_utf16_columns():
@@ -11,9 +12,16 @@ def test_position_counts_utf16_columns():
     assert position("ab\ncd", 2) == {"line": 0, "character": 2}
 
 
+def test_ranked_filters_by_filter_text_and_orders_by_sort_text():
+    items = [{"label": "zeta", "sortText": "2"}, {"label": "x", "filterText": "pathx", "sortText": "1"},
+             {"label": "path", "sortText": "3"}, {"label": "paths"}]
+    assert [i["label"] for i in ranked(items, "pa")] == ["x", "path", "paths"]
+
+
 def test_types_completes_and_shuts_down():
     c = PipeClient()
     try:
+        assert c.server_info["name"] == "laya-lsp" and c.t_initialized > 0
         c.open("file:///t/pipe.py", "import os\n\n\ndef main(path):\n    return os.pa")
         items, dt = c.complete()
         assert "path" in [i["label"] for i in items] and 0 < dt < 30
