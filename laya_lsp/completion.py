@@ -79,6 +79,10 @@ def build_items(ctx: CursorContext, candidates: list[Candidate], *, insert_repla
             sort_text=f"{len(items):04d}",
             filter_text=cand.text,
             insert_text_format=types.InsertTextFormat.PlainText,
+            # the text goes in as it is: lsp-mode 8 re-indents the line otherwise (its
+            # lsp--indent-lines runs the mode's indent-line-function on the buffer's last line,
+            # so a tab-indented top-level "\tx = json.lo" + loads lost its tab in python-mode)
+            insert_text_mode=types.InsertTextMode.AsIs,
             text_edit=edit,
         ))
         if len(items) >= max_items:

@@ -310,7 +310,18 @@ class LayaProtocol(LanguageServerProtocol):
 
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams):
-        """pygls's ``initialize``, then documents split lines as LSP does (:class:`LspWorkspace`)."""
+        """pygls's ``initialize``, then documents split lines as LSP does (:class:`LspWorkspace`).
+
+        Emacs lsp-mode (``clientInfo.name`` ``"emacs"``) counts columns in code points; from 9.0
+        it says so (``positionEncodings`` ``["utf-32", "utf-16"]``), but 8.0 and older (Debian
+        bookworm's ``elpa-lsp-mode``) name no encoding, and UTF-16 put every position after an
+        emoji on the line off by one: that client is taken at its word of 9.0, UTF-32."""
+        general = params.capabilities.general
+        if (params.client_info is not None and params.client_info.name == "emacs"
+                and (general is None or general.position_encodings is None)):
+            params.capabilities.general = attrs.evolve(
+                general or types.GeneralClientCapabilities(),
+                position_encodings=[types.PositionEncodingKind.Utf32])
         result = yield from super().lsp_initialize(params)
         ws = self._workspace
         self._workspace = LspWorkspace(ws.root_uri, ws._sync_kind, list(ws.folders.values()),
