@@ -16,7 +16,6 @@ import shlex
 import subprocess
 from pathlib import Path
 
-import pytest
 from lsprotocol import converters, types
 from pygls.workspace.position_codec import PositionCodec
 
@@ -217,11 +216,17 @@ def test_attaching_again_asks_once_per_key(tmp_path):
     assert asked and max(asked.values()) <= 2, f"completion requests per cursor column: {asked}" + got["context"]
 
 
+def accepted(got: dict, line: str) -> str:
+    """The first item Neovim offered on ``line`` (the snapshot after the key that made it)."""
+    before = next((s for s in reversed(got["snaps"]) if s["line"] == line[-200:]), None)
+    assert before is not None and before["words"], f"no menu on {line!r}" + got["context"]
+    return before["words"][0]
+
+
 @needs_nvim
-@pytest.mark.xfail(strict=True, reason="Neovim 0.11's completion inserts an item from its textEdit's "
-                   "start to the cursor and keeps the rest of the identifier (editors/nvim/README.md)")
 def test_accepting_inside_an_identifier_replaces_its_rest(tmp_path):
-    """``self.c|le`` + ``class``: the server's edit covers ``cle``; Neovim 0.11 ignores its end."""
+    """``self.c|le`` + ``class``: the server's edit covers ``cle``; Neovim 0.11 inserts an item up
+    to the cursor only, and the README's ``CompleteDone`` autocommand deletes the rest (``le``)."""
     keys = [{"input": "A"}, *typed("        y = self.sle"), {"input": "<Left><Left><BS>", "gap_ms": 400},
             {"input": "c", "gap_ms": 800}, {"input": "<C-n>", "gap_ms": 300}, {"input": "<C-y>", "gap_ms": 300},
             {"input": "<Esc>"}]
@@ -229,6 +234,52 @@ def test_accepting_inside_an_identifier_replaces_its_rest(tmp_path):
     before = next(s for s in reversed(got["snaps"]) if s["input"] == "c")
     assert before["line"] == "        y = self.cle" and before["words"], got["context"]
     assert got["lines"][-1] == "        y = self." + before["words"][0], got["context"]
+    assert_server_has_the_buffers(got)
+
+
+def accept_at(line: str, back: int) -> list[dict]:
+    """Type ``line``, go ``back`` characters left, type ``c`` there (the menu opens) and accept
+    the first item; the identifier ``line`` holds is ``...sle...``, so ``s|le`` becomes ``sc|le``."""
+    return [{"input": "o"}, *typed(line), {"input": "<Left>" * back, "gap_ms": 400},
+            {"input": "c", "gap_ms": 800}, {"input": "<C-n>", "gap_ms": 300}, {"input": "<C-y>", "gap_ms": 300},
+            {"input": "<Esc>"}]
+
+
+@needs_nvim
+def test_accepting_keeps_the_text_around_the_identifier(tmp_path):
+    """Accepting an item in the middle of a word with more text after it on the line, at a word's
+    end followed by ``(``, and inside a word after CJK and an emoji (UTF-16 units to the server,
+    bytes to Neovim): each line is exactly its text with the identifier replaced by the item, and
+    the server's copy is Neovim's text."""
+    cases = [  # (typed, characters back, the line before <C-n>, its text around the identifier)
+        ("        y = self.sle + 1", 6, "        y = self.scle + 1", ("        y = self.", " + 1")),
+        ("        z = self.s(1)", 3, "        z = self.sc(1)", ("        z = self.", "(1)")),
+        ("        s = 'é中😀' + self.sle", 2, "        s = 'é中😀' + self.scle",
+         ("        s = 'é中😀' + self.", "")),
+    ]
+    keys = [{"input": "G"}] + [k for line, back, _, _ in cases for k in accept_at(line, back)]
+    got = run_session(tmp_path, {"reader.py": PY}, keys)
+    end = len(PY.splitlines())
+    for n, (_, _, shown, (head, tail)) in enumerate(cases):
+        assert got["lines"][end + n] == head + accepted(got, shown) + tail, got["context"]
+    assert len(got["lines"]) == end + len(cases), got["context"]
+    assert_server_has_the_buffers(got)
+    assert "E5108" not in got["messages"], got["context"]
+
+
+@needs_nvim
+def test_undo_after_accepting_restores_the_text(tmp_path):
+    """``self.s|le + 1`` in a saved file, ``c`` then an item accepted: ``u`` gives back the line as
+    it was, in one step (the deleted rest is part of the same change), and so does the server."""
+    text = PY + "        y = self.sle + 1\n"
+    keys = [{"input": "G$", "gap_ms": 300}, {"input": "5hi", "gap_ms": 300},  # on "l": insert before it
+            {"input": "c", "gap_ms": 800}, {"input": "<C-n>", "gap_ms": 300}, {"input": "<C-y>", "gap_ms": 300},
+            {"input": "<Esc>", "gap_ms": 300}, {"input": "u", "gap_ms": 500}]
+    got = run_session(tmp_path, {"reader.py": text}, keys)
+    done = next(s for s in got["snaps"] if s["input"] == "<Esc>")
+    assert done["line"] == "        y = self." + accepted(got, "        y = self.scle + 1") + " + 1", got["context"]
+    assert got["lines"] == text.splitlines(), got["context"]
+    assert_server_has_the_buffers(got)
 
 
 def _lua_filetypes(text: str) -> list[str]:
