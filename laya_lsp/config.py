@@ -54,6 +54,13 @@ class InitializationOptions:
     watch_process_id: bool = True
     """Exit when the editor process named by ``processId`` is gone. Turn it off when the editor
     runs in another PID namespace (a container, a remote host) and reuses a number of ours."""
+    line_breaks: str = "auto"
+    """Where the client's lines end: ``lsp`` (at ``\\n``, ``\\r\\n`` and a lone ``\\r``, as the LSP
+    specification says; VS Code counts so), ``lf`` (at ``\\n`` only, as Emacs and Neovim count: a
+    carriage return is a character of its line) or ``auto`` (``lf`` for a client whose ``clientInfo``
+    names it ``Neovim``, ``emacs`` (lsp-mode) or ``Eglot``; ``lsp`` for any other). Matters only
+    where a line holds a carriage return (``^M`` in Emacs and Neovim): counted another way than
+    the client's, every position below it names another line."""
     prose: bool = True
     """Complete words in Markdown, plain text, reStructuredText and commit messages with the typing
     variant's model (``configs/typing.toml``), loaded when the first such document is completed.
@@ -84,6 +91,7 @@ _TYPES = typing.get_type_hints(InitializationOptions)
 _CHOICES = {
     "log_level": ("debug", "info", "warning", "error"),
     "backend": ("numpy", "numba", "mlx", "auto"),
+    "line_breaks": ("auto", "lsp", "lf"),
 }
 _LOWER_BOUNDS = {"debounce_ms": 0, "max_items": 0}
 _UPPER_BOUNDS = {"debounce_ms": 2000, "max_items": 1000}

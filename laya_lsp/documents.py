@@ -21,16 +21,24 @@ from pygls.workspace.position_codec import ServerTextPosition
 from engine.text import well_formed, word_prefix
 
 from . import units
+from .text_document import LF, break_length
 
 MAX_PREFIX_CHARS = 64 * 1024
 """Most characters before the cursor handed to the engine (its context window is far smaller)."""
 MAX_SUFFIX_CHARS = 4 * 1024
 """Most characters after the cursor handed to the engine."""
 
-# LSP line ends (the server's documents split lines this way: laya_lsp.protocol.LspTextDocument)
+# LSP line ends (the server's documents split lines this way, or at "\n" only in a session whose
+# client counts lines so: laya_lsp.text_document.LspTextDocument.line_breaks)
 _LINE_END = re.compile(r"(?:\r\n|[\n\r])\Z")
 _WORD_AHEAD = re.compile(r"\w*")
 _BREAK = re.compile(r"\r\n|[\n\r]")
+
+
+def line_breaks_of(doc: TextDocument) -> str:
+    """The document's line-break convention (``laya_lsp.text_document.LINE_BREAKS``); a plain
+    pygls document has LSP's."""
+    return getattr(doc, "line_breaks", "lsp")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,11 +87,18 @@ def clamp_position(doc: TextDocument, position: types.Position,
         lines = doc.lines
     if position.line < 0 or position.character < 0:
         return None
-    if position.line >= len(lines):
+    if line_breaks_of(doc) == LF:  # the break is "\n"; every "\r" is a character of its line
+        if position.line >= len(lines):
+            at_last_line_start = position.line == len(lines) and (not lines or lines[-1].endswith("\n"))
+            return ServerTextPosition(position.line, 0) if at_last_line_start else None
+        line = lines[position.line]
+        content = line[:len(line) - break_length(line, LF)]
+    elif position.line >= len(lines):
         at_last_line_start = position.line == len(lines) and (
             not lines or _LINE_END.search(lines[-1]) is not None)
         return ServerTextPosition(position.line, 0) if at_last_line_start else None
-    content = _LINE_END.sub("", lines[position.line])
+    else:
+        content = _LINE_END.sub("", lines[position.line])
     if content.isascii():  # one code unit per character in every encoding: no conversion needed
         return ServerTextPosition(position.line, min(position.character, len(content)))
     encoding = doc.position_codec.encoding
@@ -167,14 +182,14 @@ def blank_word_at(line: str, character: int) -> str:
 def position_after_change(change: types.TextDocumentContentChangeEvent,
                           doc: TextDocument) -> types.Position | None:
     """The cursor after a ranged content change: the end of the inserted text, in the client's
-    units (``doc``'s position codec). None for a whole-text change, which says nothing about
-    the cursor. The text goes in at the range's earlier end (a range whose end comes first has
-    its ends swapped, ``laya_lsp.text_document``)."""
+    units (``doc``'s position codec) and lines (``doc``'s line breaks). None for a whole-text
+    change, which says nothing about the cursor. The text goes in at the range's earlier end (a
+    range whose end comes first has its ends swapped, ``laya_lsp.text_document``)."""
     rng = getattr(change, "range", None)
     if rng is None:
         return None
     start = min(rng.start, rng.end, key=lambda p: (p.line, p.character))
-    *before, last = _BREAK.split(change.text)
+    *before, last = (change.text.split("\n") if line_breaks_of(doc) == LF else _BREAK.split(change.text))
     width = units.num_units(last, doc.position_codec.encoding)
     if before:
         return types.Position(line=start.line + len(before), character=width)

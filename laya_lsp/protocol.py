@@ -25,7 +25,7 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.workspace import Workspace
 
 from .predictions import arrival_ticket
-from .text_document import LspTextDocument, lsp_lines
+from .text_document import LSP, LspTextDocument, line_breaks_for, lsp_lines
 
 __all__ = ["LayaProtocol", "LspTextDocument", "LspWorkspace", "lsp_lines"]
 
@@ -71,11 +71,17 @@ _TICKETED = (types.TEXT_DOCUMENT_COMPLETION, types.TEXT_DOCUMENT_INLINE_COMPLETI
 
 
 class LspWorkspace(Workspace):
-    """pygls's workspace, holding :class:`LspTextDocument` documents."""
+    """pygls's workspace, holding :class:`LspTextDocument` documents that split lines the way of
+    the session (``line_breaks``: ``laya_lsp.text_document.LINE_BREAKS``)."""
+
+    def __init__(self, *args, line_breaks: str = LSP, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.line_breaks = line_breaks
 
     def _create_text_document(self, doc_uri, source=None, version=None, language_id=None):
         return LspTextDocument(doc_uri, source=source, version=version, language_id=language_id,
-                               sync_kind=self._sync_kind, position_codec=self._position_codec)
+                               sync_kind=self._sync_kind, position_codec=self._position_codec,
+                               line_breaks=self.line_breaks)
 
     def update_text_document(self, text_doc, change) -> None:
         """Apply a ``didChange`` edit; one for a document that is not open is the client's mistake
@@ -310,7 +316,10 @@ class LayaProtocol(LanguageServerProtocol):
 
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams):
-        """pygls's ``initialize``, then documents split lines as LSP does (:class:`LspWorkspace`).
+        """pygls's ``initialize``, then documents split lines as the client counts them
+        (:class:`LspWorkspace`): at ``\\n`` only for the clients that do (``clientInfo.name``
+        ``Neovim``, ``emacs``, ``Eglot``) or when the ``lineBreaks`` option says ``lf``; at
+        ``\\n``, ``\\r\\n`` and ``\\r`` as LSP says otherwise (``laya_lsp.text_document.line_breaks_for``).
 
         Emacs lsp-mode (``clientInfo.name`` ``"emacs"``) counts columns in code points; from 9.0
         it says so (``positionEncodings`` ``["utf-32", "utf-16"]``), but 8.0 and older (Debian
@@ -324,8 +333,12 @@ class LayaProtocol(LanguageServerProtocol):
                 position_encodings=[types.PositionEncodingKind.Utf32])
         result = yield from super().lsp_initialize(params)
         ws = self._workspace
+        option = getattr(getattr(self._server, "options", None), "line_breaks", "auto")
+        name = params.client_info.name if params.client_info is not None else None
+        line_breaks = line_breaks_for(name, option)
+        log.debug("line breaks: %s (client %r, lineBreaks %s)", line_breaks, name, option)
         self._workspace = LspWorkspace(ws.root_uri, ws._sync_kind, list(ws.folders.values()),
-                                       ws.position_encoding)
+                                       ws.position_encoding, line_breaks=line_breaks)
         return result
 
     @lsp_method(types.SHUTDOWN)

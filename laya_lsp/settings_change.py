@@ -42,8 +42,8 @@ PULL_TIMEOUT_S = 5.0
 """Longest wait for the client's answer to ``workspace/configuration``."""
 LIVE = frozenset({"debounce_ms", "max_items", "enable_inline", "log_level", "workspace_index", "prose"})
 """Options a running server applies at once (``enable_inline`` only when inline completion was
-registered at start); the rest (the model, the variant, the backend, System 2, the parent watch)
-are read once, at start."""
+registered at start); the rest (the model, the variant, the backend, System 2, the parent watch,
+the line breaks) are read once, at start."""
 RESTART = tuple(f.name for f in fields(InitializationOptions) if f.name not in LIVE)
 """Options that need a restart of the server."""
 

@@ -1,4 +1,4 @@
-"""The server's documents: LSP's line breaks, and a line index kept across edits.
+"""The server's documents: the client's line breaks, and a line index kept across edits.
 
 pygls's :class:`~pygls.workspace.TextDocument` keeps only the text: each access to ``lines``
 splits all of it again, and an incremental edit rebuilds the whole string through the lines, so a
@@ -8,6 +8,14 @@ when asked for (then cached until the next edit). The cursor's surroundings are 
 lines (:func:`laya_lsp.documents.cursor_context`), so a keystroke costs the same in any file size.
 Edits give the same lines as pygls's rebuild followed by a full split (``tests/test_text_document.py``
 checks that on random edits, and ``tests/test_edit_property.py`` through the server).
+
+Where a line ends is the client's choice (:data:`LINE_BREAKS`, one per session, chosen in
+``initialize``: :func:`line_breaks_for`): LSP counts ``\\n``, ``\\r\\n`` and a lone ``\\r`` (VS
+Code does), but Emacs (eglot, lsp-mode) and Neovim count lines at ``\\n`` only, a lone ``\\r``
+being a character of its line (``^M``); split LSP's way, every position below such a character
+named another line for them. A document splits its lines the way of its session. In ``lf`` a
+``\\r`` before a ``\\n`` is a character of its line too, as those clients show it (``abc^M``, four
+columns in a buffer that holds it): a position past it is on the line, not in the break.
 """
 
 from __future__ import annotations
@@ -19,6 +27,17 @@ from pygls.workspace import TextDocument
 
 from . import units
 
+LSP, LF = "lsp", "lf"
+LINE_BREAKS = (LSP, LF)
+"""The line-break conventions: ``lsp`` (``\\n``, ``\\r\\n`` and ``\\r``, as LSP 3.17 says) and
+``lf`` (``\\n`` only; every ``\\r`` is a character of its line, one right before the ``\\n`` too)."""
+
+LF_CLIENTS = frozenset({"Neovim", "emacs", "Eglot"})
+"""``clientInfo.name`` of the clients known to count lines at ``\\n`` only: Neovim (0.11's
+``vim.lsp`` splits buffers at ``\\n``), Emacs lsp-mode (``emacs``: ``lsp--cur-line`` is
+``line-number-at-pos``) and eglot from 1.10 (``Eglot``; 1.9 sends no ``clientInfo``, and the
+README's snippet sets the ``lineBreaks`` option instead)."""
+
 _LSP_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 """One line and its end: LSP knows only ``\\n``, ``\\r\\n`` and ``\\r`` as line breaks."""
 
@@ -29,8 +48,44 @@ def lsp_lines(text: str) -> list[str]:
     return _LSP_LINE.findall(text)
 
 
+def lf_lines(text: str) -> list[str]:
+    """``text`` split after each ``\\n`` (the ``lf`` convention: every ``\\r`` stays in its line)."""
+    parts = text.split("\n")
+    lines = [p + "\n" for p in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+def split_lines(text: str, line_breaks: str = LSP) -> list[str]:
+    """``text`` split after each line break of the convention ``line_breaks`` (:data:`LINE_BREAKS`)."""
+    return lf_lines(text) if line_breaks == LF else lsp_lines(text)
+
+
+def break_length(line: str, line_breaks: str = LSP) -> int:
+    """Length of the line break that ends ``line`` (one of a document's lines): in ``lsp`` 2 for
+    ``\\r\\n`` and 1 for ``\\n`` or ``\\r``; in ``lf`` 1 for ``\\n`` (a ``\\r`` before it is a character
+    of the line: Emacs and Neovim, holding it in a buffer, put a position after it); 0 for a last
+    line without one."""
+    if line_breaks == LF:
+        return 1 if line.endswith("\n") else 0
+    if line.endswith("\n"):
+        return 2 if line.endswith("\r\n") else 1
+    return 1 if line.endswith("\r") else 0
+
+
+def line_breaks_for(client_name: str | None, option: str = "auto") -> str:
+    """The session's convention: the ``lineBreaks`` option when it names one, else (``auto``)
+    ``lf`` for the clients of :data:`LF_CLIENTS` and ``lsp`` for any other (the specification's,
+    which VS Code follows)."""
+    if option in LINE_BREAKS:
+        return option
+    return LF if client_name in LF_CLIENTS else LSP
+
+
 class LspTextDocument(TextDocument):
-    """pygls's document, split at LSP's line breaks only, with its lines kept across edits.
+    """pygls's document, split at its session's line breaks only (``line_breaks``: LSP's by
+    default), with its lines kept across edits.
 
     ``lines`` is the live list (valid until the next edit; never change it). An incremental edit
     maps its range through the position codec exactly as pygls does and replaces the lines it
@@ -38,8 +93,12 @@ class LspTextDocument(TextDocument):
     come apart) across the edit's ends.
     """
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args, line_breaks: str = LSP, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        if line_breaks not in LINE_BREAKS:
+            raise ValueError(f"line_breaks: {line_breaks!r} is not one of {', '.join(LINE_BREAKS)}")
+        self.line_breaks = line_breaks
+        """Where lines end (:data:`LINE_BREAKS`), as the client counts them."""
         self._lines: list[str] | None = None
         self._chars: int | None = None
 
@@ -53,7 +112,7 @@ class LspTextDocument(TextDocument):
     @property
     def lines(self) -> list[str]:
         if self._lines is None:
-            self._lines = lsp_lines(TextDocument.source.fget(self))
+            self._lines = split_lines(TextDocument.source.fget(self), self.line_breaks)
         return self._lines
 
     @property
@@ -95,7 +154,7 @@ class LspTextDocument(TextDocument):
             pos = self._position_codec.position_from_client_units(lines, position)
             return pos.line, pos.character
         text = lines[line]
-        n = len(text) - (2 if text.endswith("\r\n") else 1 if text.endswith(("\n", "\r")) else 0)
+        n = len(text) - break_length(text, self.line_breaks)
         if text.isascii():  # one code unit a character, any encoding
             return line, min(character, n)
         content = text[:n]
@@ -113,8 +172,8 @@ class LspTextDocument(TextDocument):
             b += 1
         if self._chars is not None:
             self._chars += len(chunk) - sum(map(len, lines[a:b]))
-        if "\r" not in chunk and chunk.find("\n") in (-1, len(chunk) - 1):
+        if ("\r" not in chunk or self.line_breaks == LF) and chunk.find("\n") in (-1, len(chunk) - 1):
             lines[a:b] = [chunk] if chunk else []  # one line: no regex over a long line
         else:
-            lines[a:b] = lsp_lines(chunk)
+            lines[a:b] = split_lines(chunk, self.line_breaks)
         self._source = None

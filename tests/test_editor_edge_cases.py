@@ -19,7 +19,7 @@ from pathlib import Path
 from lsprotocol import converters, types
 from pygls.workspace.position_codec import PositionCodec
 
-from laya_lsp.text_document import LspTextDocument
+from laya_lsp.text_document import LspTextDocument, line_breaks_for
 from test_nvim_client import NVIM
 from test_nvim_typing import LAYA_LSP, MENU_SNAP, OPEN_AND_WARM, README, readme_setup
 from test_nvim_typing import pytestmark as needs_nvim  # skipped, saying why, without Neovim
@@ -97,9 +97,13 @@ def frames(path: Path) -> list[dict]:
 
 
 def server_documents(sent: list[dict], received: list[dict]) -> dict[str, str]:
-    """The open documents as the server holds them after ``sent`` (replayed through its code)."""
+    """The open documents as the server holds them after ``sent`` (replayed through its code, with
+    the line breaks it chose for the client: ``laya_lsp.text_document.line_breaks_for``)."""
     encoding = next((m["result"]["capabilities"].get("positionEncoding", "utf-16") for m in received
                      if isinstance(m.get("result"), dict) and "capabilities" in m["result"]), "utf-16")
+    init = next(m["params"] for m in sent if m.get("method") == "initialize")
+    line_breaks = line_breaks_for((init.get("clientInfo") or {}).get("name"),
+                                  (init.get("initializationOptions") or {}).get("lineBreaks") or "auto")
     conv = converters.get_converter()
     docs: dict[str, LspTextDocument] = {}
     for m in sent:
@@ -107,7 +111,7 @@ def server_documents(sent: list[dict], received: list[dict]) -> dict[str, str]:
         if m.get("method") == "textDocument/didOpen":
             td = params["textDocument"]
             docs[td["uri"]] = LspTextDocument(td["uri"], td["text"], position_codec=PositionCodec(
-                types.PositionEncodingKind(encoding)))
+                types.PositionEncodingKind(encoding)), line_breaks=line_breaks)
         elif m.get("method") == "textDocument/didChange":
             doc = docs[params["textDocument"]["uri"]]
             for change in params["contentChanges"]:
@@ -280,6 +284,26 @@ def test_undo_after_accepting_restores_the_text(tmp_path):
     assert done["line"] == "        y = self." + accepted(got, "        y = self.scle + 1") + " + 1", got["context"]
     assert got["lines"] == text.splitlines(), got["context"]
     assert_server_has_the_buffers(got)
+
+
+@needs_nvim
+def test_a_carriage_return_in_a_line_above_does_not_move_completions(tmp_path):
+    """``SEP = "^M"`` (a literal CR in a string) two lines up: Neovim counts lines at ``\\n`` only,
+    and so does the server for it (``clientInfo.name`` ``Neovim``, ``lineBreaks`` ``auto``). Counted
+    LSP's way, every position below the CR named the line above, and the item accepted at the end
+    of ``x = json.lo`` went in there. The buffer is exactly the typed line with the item, below
+    the file as it was, and the server's copy is Neovim's."""
+    text = PY.replace("import json\n", 'import json\nSEP = "\r"\n')
+    keys = [{"input": "G"}, {"input": "o"}, *typed("        x = json.lo"), {"input": "<C-n>", "gap_ms": 300},
+            {"input": "<C-y>", "gap_ms": 300}, {"input": "<Esc>", "gap_ms": 300}]
+    got = run_session(tmp_path, {"reader.py": text}, keys)
+    assert any("\r" in m["params"]["textDocument"]["text"] for m in got["sent"]
+               if m.get("method") == "textDocument/didOpen"), "Neovim sent no CR" + got["context"]
+    item = accepted(got, "        x = json.lo")
+    assert item.startswith("lo") and item != "lo", got["context"]
+    assert got["lines"] == text.split("\n")[:-1] + ["        x = json." + item], got["context"]
+    assert_server_has_the_buffers(got)
+    assert "E5108" not in got["messages"], got["context"]
 
 
 def _lua_filetypes(text: str) -> list[str]:

@@ -18,87 +18,36 @@ timeout).
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from test_emacs_eglot import EMACS, LAYA_BIN, REASON, readme_snippet
+from emacs_session import LINES, PY, expected_line, run_emacs
+from test_emacs_eglot import EMACS, REASON, readme_snippet
 
 pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 
 
 class Mangled(AssertionError):
-    """The text a user sees is wrong. The expected failures raise only this (``xfail(raises=)``),
-    so a broken harness (no Emacs result, a lisp error) fails those tests instead of passing as
-    the known bug."""
+    """The text a user sees is wrong (told apart from a broken harness: no Emacs result, a lisp
+    error)."""
 
 DRIVER = Path(__file__).parent / "emacs" / "adversarial.el"
-GIT = shutil.which("git")
-
-PY = """import json
-import os
-
-
-def load(path):
-    with open(path) as f:
-        data = json.load(f)
-    return data
-"""
+NOISE = re.compile(r"^(Warning \[flymake |Loading |\[jsonrpc\] Server exited with status 9$)")
+"""*Messages* lines that are not about Laya: flymake finding no Python checker, file loads, and
+eglot 1.9 killing the server right after its ``exit`` notification (``jsonrpc-shutdown`` deletes
+the process without waiting, for every server: status 9 is SIGKILL)."""
+STDERR_NOISE = re.compile(r"(nil|Process .* stderr finished)?")
+"""What jsonrpc itself writes about the server's stderr pipe when the server ends (a closed pipe,
+its sentinel's message): no output of the server."""
 
 
 def emacs(tmp_path: Path, scenario: str, files: dict[str, str | bytes], *,
           budget: int = 60) -> tuple[dict, str]:
     """Run ``scenario`` (elisp, after the helpers of ``adversarial.el``) in Emacs with the
-    README's snippet, in a git project holding ``files``. Returns the recorded results and a
-    context string for assertion messages."""
-    project = tmp_path / "project"
-    project.mkdir()
-    if GIT:  # a real repository: eglot's file watching lists the project's files with git
-        subprocess.run([GIT, "init", "-q", str(project)], check=True, capture_output=True)
-    else:
-        (project / ".git").mkdir()
-    for name, content in files.items():
-        path = project / name
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content, encoding="utf-8", newline="\n")
-    (tmp_path / "setup.el").write_text(readme_snippet(), encoding="utf-8")
-    (tmp_path / "scenario.el").write_text(";;; -*- lexical-binding: t -*-\n" + scenario,
-                                          encoding="utf-8")
-    out = tmp_path / "out.json"
-    env = {**os.environ, "PATH": f"{LAYA_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-           "HOME": str(tmp_path), "HF_HUB_OFFLINE": "1",
-           "LAYA_EMACS_SETUP": str(tmp_path / "setup.el"),
-           "LAYA_EMACS_SCENARIO": str(tmp_path / "scenario.el"),
-           "LAYA_EMACS_OUT": str(out), "LAYA_EMACS_BUDGET": str(budget)}
-    try:
-        proc = subprocess.run([EMACS, "--batch", "-l", str(DRIVER)], cwd=project, env=env,
-                              capture_output=True, text=True, timeout=budget + 60)
-    except subprocess.TimeoutExpired as e:
-        pytest.fail(f"Emacs hung (no exit in {budget + 60} s):\n{(e.stderr or b'')[-3000:]!r}")
-    assert out.exists(), f"emacs wrote no result (rc {proc.returncode}):\n{proc.stderr[-3000:]}"
-    got = json.loads(out.read_text(encoding="utf-8"))
-    shown = {k: v for k, v in got.items() if k != "messages"}
-    context = (f"\n{json.dumps(shown, indent=1, ensure_ascii=False)[:6000]}\n--- *Messages* ---\n"
-               f"{got.get('messages', '')[-3000:]}\n--- emacs stderr ---\n{proc.stderr[-2000:]}")
-    assert "error" not in got, got["error"] + context
-    return got, context
-
-
-NOISE = re.compile(r"^(Warning \[flymake |Loading |\[jsonrpc\] Server exited with status 9$)")
-"""*Messages* lines that are not about Laya: flymake finding no Python checker, file loads, and
-eglot 1.9 killing the server right after its ``exit`` notification (``jsonrpc-shutdown`` deletes
-the process without waiting, for every server: status 9 is SIGKILL)."""
-
-
-STDERR_NOISE = re.compile(r"(nil|Process .* stderr finished)?")
-"""What jsonrpc itself writes about the server's stderr pipe when the server ends (a closed pipe,
-its sentinel's message): no output of the server."""
+    README's snippet, in a git project holding ``files`` (``emacs_session.run_emacs``)."""
+    return run_emacs(EMACS, DRIVER, readme_snippet(), tmp_path, scenario, files, budget=budget)
 
 
 def server_errors(got: dict) -> list[str]:
@@ -125,25 +74,8 @@ def assert_clean(got: dict, context: str) -> None:
     assert bad == [], f"*Messages* shows errors: {bad}" + context
 
 
-def expected_line(before: str, after: str, picked: str) -> str:
-    """The line Emacs's completion should leave: the identifier around point (the part of it
-    typed before point and its rest after point) replaced by ``picked``."""
-    typed = re.search(r"[A-Za-z0-9_]*$", before).group()
-    rest = re.match(r"[A-Za-z0-9_]*", after).group()
-    return before[: len(before) - len(typed)] + picked + after[len(rest):]
-
-
 # --- completion-at-point on hard lines -------------------------------------------------------------
 
-LINES = [  # (label, text before point, text after point, candidate to pick)
-    ("cjk", "s = '日本語'; x = json.lo", "", "loads"),
-    ("astral", "s = '😀👍🏽'; x = json.lo", "", "loads"),  # UTF-16 surrogate pairs before point
-    ("zwj", "s = '👨\u200d👩\u200d👧'; x = json.lo", "", "loads"),
-    ("combining", "s = 'e\u0301\u0301'; x = json.lo", "", "loads"),
-    ("tab", "\tx = json.lo", "", "loads"),
-    ("cjk-mid-word", "s = '日本語'; x = json.lo", "ads(s)", "loads"),
-    ("astral-mid-word", "s = '😀'; y = os.pa", "th.join('a')", "path"),
-]
 
 
 def test_completion_at_point_on_non_ascii_tab_and_long_lines(tmp_path):
@@ -214,11 +146,6 @@ def test_completion_at_the_start_of_a_word_does_not_duplicate_it(tmp_path):
     assert_clean(got, context)
 
 
-@pytest.mark.xfail(strict=True, raises=Mangled, reason=(
-    "a carriage return not followed by a line feed is a line break for the server (LSP 3.17 "
-    "counts \\r, \\r\\n and \\n; laya_lsp/text_document.py) but not for eglot, which counts lines "
-    "at \\n only (eglot--pos-to-lsp-position uses line-number-at-pos): every position after such "
-    "a CR names another line on each side, and the accepted completion lands inside another word"))
 @pytest.mark.parametrize("name, content", [
     ("literal_cr.py", b'import json\nsep = "\r"\nvalue = json.lo\nprint(value)\n'),
     # mixed line ends (Emacs decodes the file as unix): the CR of "\r\r\n" is text in Emacs
@@ -227,7 +154,10 @@ def test_completion_at_the_start_of_a_word_does_not_duplicate_it(tmp_path):
 def test_a_lone_carriage_return_does_not_misplace_completions(tmp_path, name, content):
     """A Python file with a CR that is not part of a CRLF (a literal CR in a string; a stray
     ``\\r\\r\\n`` in a file with LF line ends, which Emacs shows as ``^M``): C-M-i at the end of
-    ``value = json.lo`` changes that line, and only that line."""
+    ``value = json.lo`` changes that line, and only that line. Eglot counts lines at ``\\n`` only
+    (``eglot--pos-to-lsp-position`` uses ``line-number-at-pos``); the README's snippet says so to
+    the server (``:lineBreaks "lf"``), which counted a lone CR as a line break before (LSP's way),
+    so every position below it named another line and the item landed inside another word."""
     scenario = r'''
 (laya-open "NAME")
 (goto-char (point-min))
@@ -242,6 +172,31 @@ def test_a_lone_carriage_return_does_not_misplace_completions(tmp_path, name, co
     text = content.decode()
     if got["sync"] != "in-sync" or got["text"] != text.replace("json.lo\n", f"json.{picked}\n"):
         raise Mangled(f"picked {picked!r}; the line is now {got['line']!r}" + context)
+    assert_clean(got, context)
+
+
+def test_typing_after_a_carriage_return_at_a_line_end_keeps_the_text(tmp_path):
+    """``import json^M^M`` (``\\r\\r\\n`` in a file Emacs reads as Unix): typing at the end of the
+    line puts the text after both CRs in the buffer, and so in the server's copy (a ``\\r`` before
+    a ``\\n`` is a character of its line for eglot: a position past it is not in the break), which
+    then completes the identifier typed there over the same range eglot sees."""
+    content = b'import json\r\r\nimport os\nvalue = json.lo\nprint(value)\n'
+    scenario = r'''
+(laya-open "mixed_eol.py")
+(laya-result 'coding (symbol-name buffer-file-coding-system))
+(goto-char (point-min)) (end-of-line)
+(laya-type " ; y = json.lo")
+(laya-idle 1)
+(laya-in-sync 'sync)
+(laya-result 'picked (laya-choose nil))
+(laya-result 'text (laya-text))
+'''
+    got, context = emacs(tmp_path, scenario, {"mixed_eol.py": content})
+    assert got["coding"].endswith("-unix"), context
+    picked = got["picked"]
+    if got["sync"] != "in-sync" or got["text"] != content.decode().replace(
+            "json\r\r\n", f"json\r\r ; y = json.{picked}\n", 1):
+        raise Mangled(f"{got['sync']}; picked {picked!r}" + context)
     assert_clean(got, context)
 
 

@@ -18,21 +18,18 @@ Emacs or lsp-mode. Each Emacs run is bounded (``LAYA_EMACS_BUDGET`` and a subpro
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from emacs_session import LINES, PY, expected_line, run_emacs
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "editors" / "README.md"
 DRIVER = Path(__file__).parent / "emacs" / "lsp_mode_driver.el"
 EMACS = shutil.which("emacs")
-GIT = shutil.which("git")
-LAYA_BIN = Path(sys.executable).parent
 
 
 def _lsp_mode_missing() -> str | None:
@@ -65,75 +62,13 @@ def readme_snippet() -> str:
     return blocks[0]
 
 
-PY = """import json
-import os
-
-
-def load(path):
-    with open(path) as f:
-        data = json.load(f)
-    return data
-"""
-
-
 def emacs(tmp_path: Path, scenario: str, files: dict[str, str | bytes], *,
           budget: int = 40) -> tuple[dict, str]:
     """Run ``scenario`` (elisp, after the helpers of ``lsp_mode_driver.el``) in Emacs with the
-    README's snippet, in a git project holding ``files``. Returns the recorded results and a
-    context string for assertion messages."""
-    project = tmp_path / "project"
-    project.mkdir()
-    if GIT:  # a real repository: project.el (lsp-auto-guess-root) finds its root
-        subprocess.run([GIT, "init", "-q", str(project)], check=True, capture_output=True)
-    else:
-        (project / ".git").mkdir()
-    for name, content in files.items():
-        path = project / name
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content, encoding="utf-8", newline="\n")
-    (tmp_path / "setup.el").write_text(readme_snippet(), encoding="utf-8")
-    (tmp_path / "scenario.el").write_text(";;; -*- lexical-binding: t -*-\n" + scenario,
-                                          encoding="utf-8")
-    out = tmp_path / "out.json"
-    env = {**os.environ, "PATH": f"{LAYA_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-           "HOME": str(tmp_path), "HF_HUB_OFFLINE": "1",
-           "LAYA_EMACS_SETUP": str(tmp_path / "setup.el"),
-           "LAYA_EMACS_SESSION": str(tmp_path / "lsp-session"),
-           "LAYA_EMACS_SCENARIO": str(tmp_path / "scenario.el"),
-           "LAYA_EMACS_OUT": str(out), "LAYA_EMACS_BUDGET": str(budget)}
-    try:
-        proc = subprocess.run([EMACS, "--batch", "-l", str(DRIVER)], cwd=project, env=env,
-                              capture_output=True, text=True, timeout=budget + 60)
-    except subprocess.TimeoutExpired as e:
-        pytest.fail(f"Emacs hung (no exit in {budget + 60} s):\n{(e.stderr or b'')[-3000:]!r}")
-    assert out.exists(), f"emacs wrote no result (rc {proc.returncode}):\n{proc.stderr[-3000:]}"
-    got = json.loads(out.read_text(encoding="utf-8"))
-    shown = {k: v for k, v in got.items() if k != "messages"}
-    context = (f"\n{json.dumps(shown, indent=1, ensure_ascii=False)[:6000]}\n--- *Messages* ---\n"
-               f"{got.get('messages', '')[-3000:]}\n--- emacs stderr ---\n{proc.stderr[-2000:]}")
-    assert "error" not in got, got["error"] + context
-    return got, context
-
-
-def expected_line(before: str, after: str, picked: str) -> str:
-    """The line completion should leave: the identifier around point (the part of it typed
-    before point and its rest after point) replaced by ``picked``."""
-    typed = re.search(r"[A-Za-z0-9_]*$", before).group()
-    rest = re.match(r"[A-Za-z0-9_]*", after).group()
-    return before[: len(before) - len(typed)] + picked + after[len(rest):]
-
-
-LINES = [  # (label, text before point, text after point, candidate to pick)
-    ("cjk", "s = '日本語'; x = json.lo", "", "loads"),
-    ("astral", "s = '😀👍🏽'; x = json.lo", "", "loads"),
-    ("zwj", "s = '👨\u200d👩\u200d👧'; x = json.lo", "", "loads"),
-    ("combining", "s = 'e\u0301\u0301'; x = json.lo", "", "loads"),
-    ("tab", "\tx = json.lo", "", "loads"),
-    ("cjk-mid-word", "s = '日本語'; x = json.lo", "ads(s)", "loads"),
-    ("astral-mid-word", "s = '😀'; y = os.pa", "th.join('a')", "path"),
-]
+    README's snippet, in a git project holding ``files`` (``emacs_session.run_emacs``; lsp-mode's
+    session file goes to a temporary folder)."""
+    return run_emacs(EMACS, DRIVER, readme_snippet(), tmp_path, scenario, files, budget=budget,
+                     env={"LAYA_EMACS_SESSION": str(tmp_path / "lsp-session")})
 
 
 NOISE = re.compile(r"^(Loading |LSP :: Yasnippet is not installed)")
@@ -309,24 +244,16 @@ def test_crlf_file_completes_and_is_saved_with_crlf(tmp_path):
     assert_clean(got, context)
 
 
-class Mangled(AssertionError):
-    """The text a user sees is wrong. The expected failure raises only this (``xfail(raises=)``),
-    so a broken harness (no Emacs result, a lisp error) fails the test instead of passing as the
-    known bug."""
-
-
-@pytest.mark.xfail(strict=True, raises=Mangled, reason=(
-    "a carriage return not followed by a line feed is a line break for the server (LSP 3.17 "
-    "counts \\r, \\r\\n and \\n; laya_lsp/text_document.py) but not for lsp-mode 8, which "
-    "counts lines at \\n only (lsp--cur-line is line-number-at-pos): every position after such a "
-    "CR names another line on each side, and nothing, or the wrong text, is completed"))
 @pytest.mark.parametrize("name, content", [
     ("literal_cr.py", b'import json\nsep = "\r"\nvalue = json.lo\nprint(value)\n'),
     ("mixed_eol.py", b'import json\r\r\nimport os\nvalue = json.lo\nprint(value)\n'),
 ], ids=["cr-in-a-string", "cr-cr-lf-in-a-unix-file"])
 def test_a_lone_carriage_return(tmp_path, name, content):
     """A CR that is not part of a CRLF: C-M-i at the end of ``value = json.lo`` changes that
-    line, and only that line."""
+    line, and only that line. lsp-mode 8 counts lines at ``\\n`` only (``lsp--cur-line`` is
+    ``line-number-at-pos``) and names itself ``emacs``, so the server counts them so too
+    (``lineBreaks`` ``auto``); counted LSP's way, every position below the CR named another line,
+    and nothing, or the wrong text, was completed."""
     scenario = r"""
 (laya-open "NAME")
 (goto-char (point-min))
@@ -336,8 +263,8 @@ def test_a_lone_carriage_return(tmp_path, name, content):
 (laya-result 'text (laya-text))
 """.replace("NAME", name)
     got, context = emacs(tmp_path, scenario, {name: content})
-    if got["sync"] != "in-sync" or got["text"] != content.decode().replace("json.lo\n", "json.loads\n"):
-        raise Mangled(f"picked {got['picked']!r}; {got['sync']}" + context)
+    assert got["sync"] == "in-sync" and got["text"] == content.decode().replace("json.lo\n", "json.loads\n"), (
+        f"picked {got['picked']!r}; {got['sync']}" + context)
     assert_clean(got, context)
 
 

@@ -204,6 +204,44 @@ def test_edit_below_a_form_feed_keeps_the_client_text(server):
     assert "zeta_value" in [i["label"] for i in items]
 
 
+LONE_CR = 'import os\nsep = "\r"\nos.pa\n'
+"""Line 2 is ``os.pa`` for a client that counts lines at ``\\n`` only (``sep = "^M"`` is one line)."""
+
+
+@pytest.mark.parametrize("client, options, lf", [
+    ({"name": "Neovim", "version": "0.11.4"}, {}, True),
+    ({"name": "emacs", "version": "GNU Emacs 28.2"}, {}, True),
+    ({"name": "Eglot"}, {}, True),
+    (None, {"lineBreaks": "lf"}, True),  # eglot 1.9: no clientInfo; the README's snippet says lf
+    ({"name": "Visual Studio Code"}, {}, False),
+    (None, {}, False),
+    ({"name": "Neovim"}, {"lineBreaks": "lsp"}, False),
+], ids=["neovim", "lsp-mode", "eglot", "option-lf", "vscode", "unnamed", "option-lsp"])
+def test_lines_are_counted_as_the_client_counts_them(client, options, lf):
+    """``lineBreaks`` ``auto`` counts lines at ``\\n`` only for Neovim, lsp-mode and eglot, as they
+    do; the option overrides the name. Counted LSP's way, ``sep = "\\r"`` is two lines, so the
+    cursor at the end of ``os.pa`` is on line 3, and line 2 is ``"``."""
+    with RawServer() as s:
+        params = {"processId": None, "rootUri": None, "capabilities": {}, "initializationOptions": options}
+        if client is not None:
+            params["clientInfo"] = client
+        assert "result" in s.call("initialize", params)
+        s.notify("initialized", {})
+        s.open(URI, LONE_CR)
+        line = 2 if lf else 3
+        labels = s.complete_until(URI, line, 5, "path")
+        items = s.complete(URI, line, 5)["result"]["items"]
+        assert "path" in labels and all(i["textEdit"]["range"] == {
+            "start": {"line": line, "character": 3}, "end": {"line": line, "character": 5}} for i in items)
+        # an edit on that line lands there
+        s.notify("textDocument/didChange", {"textDocument": {"uri": URI, "version": 2}, "contentChanges": [
+            {"range": {"start": {"line": line, "character": 3}, "end": {"line": line, "character": 5}},
+             "text": "path.jo"}]})
+        items = s.complete(URI, line, 10)["result"]["items"]
+        assert items and items[0]["textEdit"]["range"]["start"] == {"line": line, "character": 8}, items[:1]
+        assert s.exit() == 0
+
+
 # --- inline completion never repeats the rest of the line ---------------------------------------
 
 def repeats(inserted: str, after: str) -> str:

@@ -21,6 +21,7 @@ return {
     backend = nil, -- override the variant's backend: 'numpy', 'numba', 'mlx' or 'auto'; nil: the variant's
     workspaceIndex = true, -- index the workspace's source files (honours .gitignore) for suggestions
     watchProcessId = true, -- exit when the editor's processId is gone; false in a container or remote set-up
+    lineBreaks = 'auto', -- where lines end: 'auto' (Neovim: at \n only, as it counts), 'lf' or 'lsp'
     prose = true, -- Markdown, text, reST and commit messages: the typing variant's model completes words
     system2 = false, -- a larger local model continues the line after each answer (`laya system2 install` first)
     system2Path = nil, -- System 2's GGUF file; nil: the one `laya system2 install` wrote
