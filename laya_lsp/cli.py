@@ -43,7 +43,7 @@ _port, _http_port = _port_type(1), _port_type(0)
 def build_parser() -> argparse.ArgumentParser:
     from .protocol import GUARANTEES
 
-    ap = argparse.ArgumentParser(prog="laya-lsp", description=__doc__.split("\n\n")[0],
+    ap = argparse.ArgumentParser(prog="laya-lsp", description=__doc__.split("\n\n")[0].replace("``", ""),
                                  epilog=GUARANTEES, formatter_class=argparse.RawDescriptionHelpFormatter)
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--stdio", action="store_true", help="serve over stdin/stdout (the default)")
@@ -63,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--log-level", choices=sorted(logging_setup.LEVELS), default=None,
                     help="overrides the logLevel initialization option (default: info)")
     ap.add_argument("--model-path", default=None, help="--check: model folder (default: shipped)")
-    ap.add_argument("--variant", default="code", help="--check: engine variant (default: code)")
+    ap.add_argument("--variant", default=None, help="--check: engine variant (default: code)")
     ap.add_argument("--backend", default=None, choices=("numpy", "numba", "mlx", "auto"),
                     help="--check: override the variant's backend")
     ap.add_argument("--version", action="version", version=f"%(prog)s {__version__}",
@@ -77,6 +77,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     if not args.tcp and (args.host is not None or args.port is not None):
         ap.error("--host and --port need --tcp")
+    if not args.check and (args.model_path or args.variant or args.backend):
+        # a server takes them from its client, which would otherwise be silently overridden or ignored
+        ap.error("--model-path, --variant and --backend need --check; a server takes them as the "
+                 "initializationOptions modelPath, variant and backend")
+    args.variant = args.variant or "code"
     args.host = args.host or "127.0.0.1"
     args.port = args.port or 2087
     return args

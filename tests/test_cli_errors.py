@@ -46,6 +46,9 @@ def assert_one_line_error(out: subprocess.CompletedProcess, *expected: str, code
     (["--tcp", "--port", "http"], ["'http'"]),
     (["--port", "2087"], ["--port need --tcp"]),
     (["--host", "0.0.0.0"], ["need --tcp"]),
+    (["--backend", "numpy"], ["need --check", "initializationOptions"]),  # a server would ignore it
+    (["--tcp", "--model-path", "/tmp/m"], ["need --check"]),
+    (["--variant", "typing"], ["need --check"]),
     (["--log-file", "/nonexistent-laya-dir/laya.log"], ["/nonexistent-laya-dir/laya.log"]),
 ])
 def test_laya_lsp_usage_errors(args, expected):
