@@ -347,7 +347,7 @@ def demo(path: str | None = None, model=None, every: int = 40, limit_chars: int 
     print(f"laya-lsp {version}: initialize answered in {c.t_initialized * 1e3:.0f} ms; typing {path} "
           f"({len(text)} chars)")
     print(f"every {every}th identifier: the text before the cursor (\\n: a line break, indentation "
-          f"dropped) -> the first 3 items once the identifier is first, and that keystroke's round trip")
+          f"dropped), then the first 3 items once the identifier is first and that keystroke's round trip")
     times, shown, saved, total = [], 0, 0, 0
     try:
         c.open(Path(path).resolve().as_uri(), language=language)
