@@ -11,21 +11,11 @@
 ;;   LAYA_EMACS_BUDGET    seconds the scenario may take (default 60); past it, the scenario stops
 ;;                        with an error instead of hanging the test.
 
-(require 'package)
-(package-initialize)
-(require 'json)
-(require 'cl-lib)
-(require 'subr-x)
+(load (expand-file-name "common.el" (file-name-directory load-file-name)) nil t)
 (load (getenv "LAYA_EMACS_SETUP"))
 (require 'eglot)
 
-(defvar laya-out nil "Results, newest first: (KEY . VALUE).")
-(defvar laya-shown nil "window/showMessage texts, newest first.")
-(defvar laya-logs nil "window/logMessage texts, newest first.")
 (defvar laya-servers nil "Every eglot server started in this run.")
-(defvar laya-deadline (+ (float-time) (string-to-number (or (getenv "LAYA_EMACS_BUDGET") "60"))))
-
-(defun laya-result (key value) (push (cons key value) laya-out) value)
 
 (cl-defmethod eglot-handle-notification :before
   (_server (_method (eql window/showMessage)) &key type message &allow-other-keys)
@@ -34,27 +24,6 @@
   (_server (_method (eql window/logMessage)) &key message &allow-other-keys)
   (push message laya-logs))
 (add-hook 'eglot-server-initialized-hook (lambda (s) (push s laya-servers)))
-
-(defun laya-check-budget ()
-  (when (> (float-time) laya-deadline) (error "scenario ran past its budget (a hang?)")))
-
-(defun laya-wait (pred &optional secs)
-  "Run timers and process output until PRED is non-nil or SECS (default 30) pass; PRED's value."
-  (let ((deadline (+ (float-time) (or secs 30))) v)
-    (while (and (not (setq v (funcall pred))) (< (float-time) deadline))
-      (laya-check-budget)
-      (accept-process-output nil 0.05))
-    v))
-
-(defun laya-idle (secs)
-  "Let SECS pass with timers (and eglot's idle didChange timer) running."
-  (let ((deadline (+ (float-time) secs)))
-    (while (< (float-time) deadline)
-      (accept-process-output nil 0.05)
-      ;; batch Emacs is never idle: run the idle timers that are due, as an idle Emacs would
-      (dolist (timer (copy-sequence timer-idle-list))
-        (when (and (timerp timer) (not (timer--triggered timer)))
-          (timer-event-handler timer))))))
 
 (defun laya-open (file &optional mode)
   "Visit FILE (in MODE, if given) and connect eglot (the README's snippet, `eglot-ensure')."
@@ -65,9 +34,6 @@
   (unless (laya-wait (lambda () (eglot-current-server)) 60)
     (error "eglot did not connect in %s (%s)" (buffer-name) major-mode))
   (current-buffer))
-
-(defun laya-line () (buffer-substring-no-properties (line-beginning-position) (line-end-position)))
-(defun laya-text () (buffer-substring-no-properties (point-min) (point-max)))
 
 (defun laya-candidates ()
   "What eglot's capf offers at point: (START END PREFIX CANDIDATES PROPS)."
@@ -112,24 +78,6 @@ the symbol bounds eglot uses; nil when no items."
     (when item
       (let ((r (eglot--range-region (plist-get (plist-get item :textEdit) :range))))
         (list (car r) (cdr r) (nth 0 capf) (nth 1 capf))))))
-(defun laya-in-sync (label)
-  "Record under LABEL whether the server's document agrees with the buffer: with point after an
-identifier, the first item's textEdit must replace exactly the identifier eglot sees at point
-(a server whose copy of the text differs computes another range, or offers nothing).
-Records \"in-sync\" or a description of the disagreement."
-  (let ((r (laya-edit-range)))
-    (laya-result label (if (and r (= (nth 0 r) (nth 2 r)) (= (nth 1 r) (nth 3 r))) "in-sync"
-                         (format "OUT OF SYNC: range and symbol %S, line %S" r (laya-line))))))
-
-(defun laya-type (string)
-  "Type STRING key by key, as `self-insert-command' does (with post-command-hook)."
-  (dolist (c (string-to-list string))
-    (let ((last-command-event c) (this-command 'self-insert-command))
-      (run-hooks 'pre-command-hook)
-      (self-insert-command 1 c)
-      (run-hooks 'post-command-hook))))
-
-(defvar laya-errors nil "Error answers and stderr output of the servers, as harvested.")
 (defun laya-harvest (s)
   "Collect error answers and stderr lines from server S's events and stderr buffers (before
 `jsonrpc-shutdown' kills them)."
@@ -151,15 +99,12 @@ Records \"in-sync\" or a description of the disagreement."
             (push (concat "stderr: " (buffer-string)) laya-errors))))))
 (advice-add 'jsonrpc-shutdown :before (lambda (s &rest _) (laya-harvest s)))
 
-(condition-case err
-    (load (getenv "LAYA_EMACS_SCENARIO") nil t)
-  (error (laya-result 'error (error-message-string err))))
+(laya-run-scenario)
 (laya-result 'shown (vconcat (reverse laya-shown)))
 (mapc #'laya-harvest laya-servers)
 (laya-result 'server-errors (vconcat (delete-dups (reverse laya-errors))))
-(laya-result 'messages (with-current-buffer (messages-buffer) (buffer-substring-no-properties (point-min) (point-max))))
+(laya-record-messages)  ; before the shutdown below, as a user's session would have them
 (dolist (s laya-servers)
   (when (jsonrpc-running-p s)
     (ignore-errors (let ((inhibit-message t)) (eglot-shutdown s nil 5)))))
-(with-temp-file (getenv "LAYA_EMACS_OUT") (insert (json-encode laya-out)))
-(kill-emacs 0)
+(laya-write-results)

@@ -14,11 +14,7 @@
 ;;   LAYA_EMACS_BUDGET    seconds the scenario may take (default 60); past it, the scenario stops
 ;;                        with an error instead of hanging the test.
 
-(require 'package)
-(package-initialize)
-(require 'json)
-(require 'cl-lib)
-(require 'subr-x)
+(load (expand-file-name "common.el" (file-name-directory load-file-name)) nil t)
 ;; What a batch session must settle that lsp-mode otherwise asks interactively: where the
 ;; session (the list of imported project roots) lives, and the project root itself (a user
 ;; answers "i" once, or sets `lsp-auto-guess-root'; here project.el finds the git root).
@@ -32,14 +28,7 @@
 (require 'lsp-mode)
 (require 'lsp-completion)
 
-(defvar laya-out nil "Results, newest first: (KEY . VALUE).")
-(defvar laya-shown nil "window/showMessage texts, newest first.")
-(defvar laya-logs nil "window/logMessage texts, newest first.")
-(defvar laya-errors nil "Error answers and stderr output of the servers.")
 (defvar laya-workspaces nil "Every laya workspace (server) started in this run.")
-(defvar laya-deadline (+ (float-time) (string-to-number (or (getenv "LAYA_EMACS_BUDGET") "60"))))
-
-(defun laya-result (key value) (push (cons key value) laya-out) value)
 
 (advice-add 'lsp--window-show-message :before
             (lambda (_ws params) (push (lsp-get params :message) laya-shown)))
@@ -52,26 +41,6 @@
                       laya-errors))))
 (add-hook 'lsp-after-initialize-hook
           (lambda () (dolist (w (lsp-workspaces)) (cl-pushnew w laya-workspaces))))
-
-(defun laya-check-budget ()
-  (when (> (float-time) laya-deadline) (error "scenario ran past its budget (a hang?)")))
-
-(defun laya-wait (pred &optional secs)
-  "Run timers and process output until PRED is non-nil or SECS (default 30) pass; PRED's value."
-  (let ((deadline (+ (float-time) (or secs 30))) v)
-    (while (and (not (setq v (funcall pred))) (< (float-time) deadline))
-      (laya-check-budget)
-      (accept-process-output nil 0.05))
-    v))
-
-(defun laya-idle (secs)
-  "Let SECS pass with timers (idle ones too: batch Emacs is never idle) running."
-  (let ((deadline (+ (float-time) secs)))
-    (while (< (float-time) deadline)
-      (accept-process-output nil 0.05)
-      (dolist (timer (copy-sequence timer-idle-list))
-        (when (and (timerp timer) (not (timer--triggered timer)))
-          (timer-event-handler timer))))))
 
 (defun laya-workspace ()
   "The current buffer's laya workspace, initialized, or nil."
@@ -88,9 +57,6 @@ mode hook or `M-x lsp'): wait until laya serves the buffer."
   (unless (laya-wait #'laya-workspace 60)
     (error "lsp-mode did not connect laya in %s (%s): %S" (buffer-name) major-mode (lsp-workspaces)))
   (current-buffer))
-
-(defun laya-line () (buffer-substring-no-properties (line-beginning-position) (line-end-position)))
-(defun laya-text () (buffer-substring-no-properties (point-min) (point-max)))
 
 (defun laya-candidates ()
   "What lsp-mode's capf offers at point: (START END PREFIX CANDIDATES)."
@@ -157,22 +123,6 @@ when no items."
     (when range
       (let ((r (lsp--range-to-region range)))
         (list (car r) (cdr r) (car bounds) (cdr bounds))))))
-(defun laya-in-sync (label)
-  "Record under LABEL whether the server's document agrees with the buffer: with point after an
-identifier, the first item's replace range must be exactly the identifier around point (a
-server whose copy of the text differs computes another range, or offers nothing)."
-  (let ((r (laya-edit-range)))
-    (laya-result label (if (and r (= (nth 0 r) (nth 2 r)) (= (nth 1 r) (nth 3 r))) "in-sync"
-                         (format "OUT OF SYNC: range and symbol %S, line %S" r (laya-line))))))
-
-(defun laya-type (string)
-  "Type STRING key by key, as `self-insert-command' does (with the command hooks)."
-  (dolist (c (string-to-list string))
-    (let ((last-command-event c) (this-command 'self-insert-command))
-      (run-hooks 'pre-command-hook)
-      (self-insert-command 1 c)
-      (run-hooks 'post-command-hook))))
-
 (defun laya-harvest (w)
   "Collect workspace W's stderr text (before lsp-mode kills its buffer)."
   (let* ((proc (lsp--workspace-cmd-proc w))
@@ -186,9 +136,7 @@ server whose copy of the text differs computes another range, or offers nothing)
 ;; lsp-mode kills the stderr buffer of a server that exits with status 0: read it first
 (advice-add 'lsp--process-sentinel :before (lambda (w &rest _) (laya-harvest w)))
 
-(condition-case err
-    (load (getenv "LAYA_EMACS_SCENARIO") nil t)
-  (error (laya-result 'error (error-message-string err))))
+(laya-run-scenario)
 ;; the end of the session, as `lsp-workspace-shutdown' does it (shutdown, exit, kill): its
 ;; messages (a shutdown answer slower than lsp-mode's 0.5 s) are part of the result
 (message "laya-test: end of the scenario")
@@ -200,6 +148,4 @@ server whose copy of the text differs computes another range, or offers nothing)
 (laya-result 'shown (vconcat (reverse laya-shown)))
 (laya-result 'logs (vconcat (reverse laya-logs)))
 (laya-result 'server-errors (vconcat (delete-dups (reverse laya-errors))))
-(laya-result 'messages (with-current-buffer (messages-buffer) (buffer-substring-no-properties (point-min) (point-max))))
-(with-temp-file (getenv "LAYA_EMACS_OUT") (insert (json-encode laya-out)))
-(kill-emacs 0)
+(laya-write-results)
