@@ -34,3 +34,18 @@ def test_types_completes_and_shuts_down():
     finally:
         c.shutdown()
     assert c.proc.returncode == 0
+
+
+def test_the_demo_tells_a_first_start(tmp_path, monkeypatch):
+    """With no ahead-of-time kernels in the cache the demo says its server started on NumPy;
+    once the kernels' folder is there it does not (and never without numba)."""
+    from engine import kernels
+    from laya_tools.replay import _kernels_not_built
+
+    monkeypatch.setenv("LAYA_CACHE_DIR", str(tmp_path))
+    has_numba = kernels._numba_version() != "none"
+    assert _kernels_not_built() is has_numba
+    kernels.aot_folder().mkdir(parents=True)
+    assert _kernels_not_built() is False
+    monkeypatch.setenv("LAYA_CACHE_DIR", "")  # caching off: no kernels folder to build into
+    assert _kernels_not_built() is False
