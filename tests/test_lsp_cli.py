@@ -127,6 +127,19 @@ def test_check_with_the_shipped_model():
     assert "'pa" in out.stdout  # candidates for the sample's "return pa"
 
 
+def test_check_says_when_the_kernels_are_built_in_the_background(tmp_path):
+    """A first start (an empty cache) starts the kernels' build and --check says so; with the
+    build done (the cache of the other tests) it does not."""
+    fresh = subprocess.run(SERVER + ["--check"], capture_output=True, text=True, timeout=120,
+                           env={**ENV, "LAYA_CACHE_DIR": str(tmp_path)})
+    assert fresh.returncode == 0, fresh.stderr
+    started = any((tmp_path / "kernels").glob("*.lock")) or any((tmp_path / "kernels").glob("*/"))
+    assert ("being built in the background" in fresh.stdout) == started, fresh.stdout + fresh.stderr
+    built = subprocess.run(SERVER + ["--check"], capture_output=True, text=True, env=ENV, timeout=120)
+    if "numba backend" in built.stderr:  # the kernels are there: nothing is being built
+        assert "being built in the background" not in built.stdout, built.stdout
+
+
 @pytest.mark.parametrize("make", ["missing", "corrupt"])
 def test_check_names_the_file_at_fault(tmp_path, make):
     folder = tmp_path / "model"
