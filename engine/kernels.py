@@ -190,6 +190,15 @@ def build_state(folder: Path) -> str:
     return "built" if folder.is_dir() else "none"  # (it may have landed just now)
 
 
+def local_build_state() -> str | None:
+    """:func:`build_state` of this machine's build (:func:`aot_folder`); None where there is none
+    to have (no cache folder, or no numba: the NumPy or MLX backend serves)."""
+    folder = aot_folder()
+    if folder is None or _numba_version() == "none":
+        return None
+    return build_state(folder)
+
+
 def start_build(folder: Path) -> bool:
     """Start ``python -m engine.kernels build FOLDER`` in the background (low priority, detached,
     output to ``FOLDER.log``) unless one is running, one failed before, or there is no C compiler.

@@ -143,20 +143,15 @@ def check(args: argparse.Namespace) -> int:
           f"its last line {last!r} (kind, score: log-probability, item):")
     for c in cands:
         print(f"  {c.kind:10s} {c.score:8.2f}  {c.text!r}")
-    if _kernels_building():
+    from engine.kernels import local_build_state
+
+    if local_build_state() == "building":
         print("note: a first start on this machine: the numba kernels are being built in the background "
               "(niced, about 10-20 s, it goes on after this command); until then a server answers on the "
               "NumPy backend, more slowly")
     print("ok: the server can start" if cands else "no candidate: something is wrong (exit status 1)")
     return 0 if cands else 1
 
-
-def _kernels_building() -> bool:
-    """Whether a background build of the ahead-of-time numba kernels is running (``engine.kernels``)."""
-    from engine import kernels
-
-    folder = kernels.aot_folder()
-    return folder is not None and kernels.build_state(folder) == "building"
 
 
 def main(argv: list[str] | None = None) -> int:

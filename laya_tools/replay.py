@@ -309,15 +309,6 @@ def before_cursor(text: str, cursor: int, width: int = 40) -> str:
     return head[-width:] + "|"
 
 
-def _kernels_not_built() -> bool:
-    """True when this machine has no ahead-of-time numba kernels yet (a server started now serves
-    on the NumPy backend until the background build is done: ``engine.kernels``)."""
-    from engine import kernels
-
-    folder = kernels.aot_folder()
-    return folder is not None and kernels._numba_version() != "none" and kernels.build_state(folder) != "built"
-
-
 def ranked(items: list[dict], typed: str) -> list[dict]:
     """Completion items (JSON objects) as a client shows them for the ``typed`` prefix: those whose
     ``filterText`` (else ``label``) starts with it, ordered by ``sortText`` (else ``label``)."""
@@ -351,7 +342,9 @@ def demo(path: str | None = None, model=None, every: int = 40, limit_chars: int 
     if not identifier_targets(text, language):
         print(f"laya demo: {path} has no identifiers to type", file=sys.stderr)
         return 2
-    first_start = _kernels_not_built()
+    from engine.kernels import local_build_state
+
+    first_start = local_build_state() not in (None, "built")  # the server starts on NumPy
     c = PipeClient(model)
     version = (c.server_info or {}).get("version", "")
     print(f"laya-lsp {version}: initialize answered in {c.t_initialized * 1e3:.0f} ms; typing {path} "

@@ -43,6 +43,30 @@ LINES = [  # (label, text before point, text after point, candidate to pick)
 """Hard lines to complete on: non-ASCII before point, a tab, point inside a word."""
 
 
+CRLF_SCENARIO = r"""
+(laya-open "dos.py")
+(laya-result 'coding (symbol-name buffer-file-coding-system))
+(goto-char (point-max))
+(insert "x = json.lo")
+(laya-in-sync 'end-sync)
+(laya-result 'end-picked (laya-choose "loads"))
+(laya-result 'end-line (laya-line))
+(end-of-line)
+(insert "\ny = os.pa")
+(save-excursion (insert "th.join('a')"))
+(laya-in-sync 'mid-sync)
+(laya-result 'mid-picked (laya-choose "path"))
+(laya-result 'mid-line (laya-line))
+(save-buffer)
+(laya-idle 1)
+(goto-char (point-max))
+(insert "\nz = json.du")
+(laya-in-sync 'after-save-sync)
+"""
+"""A DOS file (``dos.py``): complete at the end of a line (``loads``) and inside a word
+(``path``), checking the client's range each time (``laya-in-sync``), save, and type on."""
+
+
 def expected_line(before: str, after: str, picked: str) -> str:
     """The line completion should leave: the identifier around point (the part of it typed
     before point and its rest after point) replaced by ``picked``."""

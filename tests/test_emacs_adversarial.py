@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from emacs_session import LINES, PY, expected_line, run_emacs
+from emacs_session import CRLF_SCENARIO, LINES, PY, expected_line, run_emacs
 from test_emacs_eglot import EMACS, REASON, readme_snippet
 
 pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
@@ -204,26 +204,7 @@ def test_crlf_file_completes_and_is_saved_with_crlf(tmp_path):
     """A DOS file (``buffer-file-coding-system`` ``...-dos``: the buffer holds LF, eglot sends
     LF): completing at the end of a line and inside a word gives the exact text, and saving
     writes it back with CRLF on every line (``didSave`` then raises no error)."""
-    scenario = r'''
-(laya-open "dos.py")
-(laya-result 'coding (symbol-name buffer-file-coding-system))
-(goto-char (point-max))
-(insert "x = json.lo")
-(laya-in-sync 'end-sync)
-(laya-result 'end-picked (laya-choose "loads"))
-(laya-result 'end-line (laya-line))
-(end-of-line)
-(insert "\ny = os.pa")
-(save-excursion (insert "th.join('a')"))
-(laya-in-sync 'mid-sync)
-(laya-result 'mid-picked (laya-choose "path"))
-(laya-result 'mid-line (laya-line))
-(save-buffer)
-(laya-idle 1)
-(goto-char (point-max))
-(insert "\nz = json.du")
-(laya-in-sync 'after-save-sync)
-'''
+    scenario = CRLF_SCENARIO
     source = b"import json\r\nimport os\r\n\r\ndata = json.load(f)\r\n"
     got, context = emacs(tmp_path, scenario, {"dos.py": source})
     assert got["coding"].endswith("-dos"), context

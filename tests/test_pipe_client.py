@@ -36,16 +36,15 @@ def test_types_completes_and_shuts_down():
     assert c.proc.returncode == 0
 
 
-def test_the_demo_tells_a_first_start(tmp_path, monkeypatch):
-    """With no ahead-of-time kernels in the cache the demo says its server started on NumPy;
-    once the kernels' folder is there it does not (and never without numba)."""
+def test_the_local_kernel_build_state(tmp_path, monkeypatch):
+    """What the demo and ``--check`` read to tell a first start: no ahead-of-time kernels in the
+    cache is not "built" (where numba is installed); their folder there is; no cache, no state."""
     from engine import kernels
-    from laya_tools.replay import _kernels_not_built
 
     monkeypatch.setenv("LAYA_CACHE_DIR", str(tmp_path))
     has_numba = kernels._numba_version() != "none"
-    assert _kernels_not_built() is has_numba
+    assert kernels.local_build_state() == ("none" if has_numba else None)
     kernels.aot_folder().mkdir(parents=True)
-    assert _kernels_not_built() is False
+    assert kernels.local_build_state() == ("built" if has_numba else None)
     monkeypatch.setenv("LAYA_CACHE_DIR", "")  # caching off: no kernels folder to build into
-    assert _kernels_not_built() is False
+    assert kernels.local_build_state() is None
