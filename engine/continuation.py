@@ -3,7 +3,8 @@
 First from the document itself (:func:`line_from_document`: an earlier line that starts the same
 way), else from the network (:func:`continue_line`): greedy tokens after the decision's context in
 the KV cache, rolled back out so the context stays; they stop before a token the model is unsure of
-(``line_min_prob``), at a line end, after ``line_max_tokens`` or when the request is cancelled.
+(``line_min_prob``) or before the line so far becomes less likely than ``line_min_joint_prob``, at a
+line end, after ``line_max_tokens`` or when the request is cancelled.
 """
 
 from __future__ import annotations
@@ -263,7 +264,7 @@ MAX_WORD_TOKENS = 24
 
 
 def continue_line(kv, tok, word: str, max_tokens: int, min_prob: float, eos: int, id_to_text: dict,
-                  stop=None) -> tuple[str, bool]:
+                  stop=None, min_joint_prob: float = 0.0) -> tuple[str, bool]:
     """``(word + greedy continuation, complete)``; ``complete`` is False when ``stop`` cut it short.
 
     Args:
@@ -272,6 +273,9 @@ def continue_line(kv, tok, word: str, max_tokens: int, min_prob: float, eos: int
         word: the identifier the line starts with.
         max_tokens: most greedy tokens (``EngineConfig.line_max_tokens``).
         min_prob: stop before a greedy token less likely than this (``line_min_prob``).
+        min_joint_prob: stop before a greedy token that would make the product of the greedy
+            tokens' probabilities (the line's probability after ``word``) less than this
+            (``line_min_joint_prob``; 0: no such limit).
         eos: the end-of-text token id.
         id_to_text: token id -> its byte-level text (``"Ċ"`` is a newline).
         stop: a ``threading.Event`` checked between steps.
@@ -286,6 +290,7 @@ def continue_line(kv, tok, word: str, max_tokens: int, min_prob: float, eos: int
     budget = min(max_tokens, backend.capacity - len(kv.cached) - 1)
     complete = True
     ends_word = False  # the line ends where its last identifier does (a line end, a token after it)
+    joint = 1.0  # the probability of the greedy tokens so far
     for _ in range(max(0, budget)):
         if stop is not None and stop.is_set():
             complete = False
@@ -299,7 +304,9 @@ def continue_line(kv, tok, word: str, max_tokens: int, min_prob: float, eos: int
         if not out and _continues_word(tok, t):
             break  # the network writes a longer name than ``word``: no line goes on from ``word``
         # confidence of the greedy token: p = 1 / sum(exp(logits - max))
-        if 1.0 / np.exp(lg - lg[t]).sum() < min_prob:
+        p = 1.0 / np.exp(lg - lg[t]).sum()
+        joint *= p
+        if p < min_prob or joint < min_joint_prob:
             ends_word = not _continues_word(tok, t)
             break
         out.append(t)

@@ -754,7 +754,8 @@ class Predictor:
         if hit is not None:
             return hit
         line, complete = continue_line(self.kv, self.tok, word, self.config.line_max_tokens,
-                                       self.config.line_min_prob, self.eos, self._id_to_text, stop)
+                                       self.config.line_min_prob, self.eos, self._id_to_text, stop,
+                                       self.config.line_min_joint_prob)
         if complete:
             self._line_cache[word] = line
         return line

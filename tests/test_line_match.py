@@ -276,3 +276,57 @@ def test_lines_that_differ_inside_the_call_keep_the_editor_s_closer_balanced(pre
     item was ``make_item(``, which left ``items.append(make_item()`` (the editor's closer taken over)."""
     earlier = "".join(f"    items.append(make_item({n}))\n" for n in ("alpha", "beta", "gamma"))
     assert _applied(pred, "def f():\n" + earlier + "    items.append(make_i", ")\n", "file:///d.py") is None
+
+
+class _ScriptedKV:
+    """A KV cache whose model writes ``ids`` greedily, token ``i`` with probability ``probs[i]``
+    (then the end of the text): what ``continue_line`` reads of ``engine.kv_sync.KVSync``."""
+
+    def __init__(self, ids, probs, eos, vocab):
+        self.script, self.eos, self.vocab = list(zip(ids, probs)) + [(eos, 0.99)], eos, vocab
+        self.cached, self.stats, self.backend = [1, 2, 3], {"forward_tokens": 0}, self
+        self.capacity, self.written = 512, 0
+
+    def extend(self, ids):
+        self.cached = self.cached + list(ids)
+        return len(self.cached)
+
+    def rollback(self, n):
+        self.cached = self.cached[:n]
+
+    def logits(self, h):
+        import numpy as np
+
+        t, p = self.script[min(self.written, len(self.script) - 1)]
+        self.written += 1
+        lg = np.zeros(self.vocab, dtype=np.float32)
+        lg[t] = np.log(p * (self.vocab - 1) / (1 - p))  # softmax gives t probability p
+        return lg
+
+
+PROBS = {" ": 0.99, "=": 0.95, "width": 0.6, "+": 0.7, "offset": 0.9}
+"""The scripted greedy tokens' probabilities: the line's after ``total`` falls to 0.56 with
+``width`` and to 0.39 with ``+``."""
+
+
+@pytest.mark.parametrize("min_prob, min_joint, expected", [
+    (0.0, 0.0, "total = width + offset"),  # every token: the line as written
+    (0.35, 0.0, "total = width + offset"),  # each token is likely enough on its own
+    (0.35, 0.4, "total = width"),  # the line's probability would fall to 0.39 with "+"
+    (0.65, 0.0, "total ="),  # "width" (0.6) alone is too unlikely
+    (0.0, 0.58, "total ="),  # the line's probability would fall to 0.56 with "width"
+])
+def test_the_network_s_line_stops_where_it_becomes_unlikely(pred, min_prob, min_joint, expected):
+    """``continue_line`` stops before a token less likely than ``line_min_prob`` and before the one
+    that would make the line's probability less than ``line_min_joint_prob``, and rolls back."""
+    from engine.continuation import continue_line
+
+    tok = pred.tok
+    ids = tok.encode("total = width + offset").ids[len(tok.encode("total").ids):]
+    assert "".join(tok.decode([t]) for t in ids) == " = width + offset"
+    probs = [PROBS[tok.decode([t])] for t in ids]
+    kv = _ScriptedKV(ids, probs, pred.eos, len(pred._id_to_text))
+    line, complete = continue_line(kv, tok, "total", 12, min_prob, pred.eos, pred._id_to_text,
+                                   min_joint_prob=min_joint)
+    assert (line, complete) == (expected, True)
+    assert kv.cached == [1, 2, 3]

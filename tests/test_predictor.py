@@ -127,6 +127,7 @@ def test_window_is_bounded_and_slides_rarely(pred):
 
 def test_line_continuation_is_rolled_back(pred, monkeypatch):
     monkeypatch.setattr(pred.config, "line_min_prob", 0.0)  # always continue: rollback is under test
+    monkeypatch.setattr(pred.config, "line_min_joint_prob", 0.0)
     pred.reset()
     cut = SOURCE.index("        self.width = width") + len("        self.")
     out = pred.predict(SOURCE[:cut], want_line=True)
@@ -138,6 +139,7 @@ def test_line_continuation_is_rolled_back(pred, monkeypatch):
 
 def test_no_line_when_rest_of_line_is_code(pred, monkeypatch):
     monkeypatch.setattr(pred.config, "line_min_prob", 0.0)
+    monkeypatch.setattr(pred.config, "line_min_joint_prob", 0.0)
     cut = SOURCE.index("        self.width = width") + len("        self.")
     out = pred.predict(SOURCE[:cut], suffix="foo = 1\n", want_line=True)
     assert not [c for c in out if c.kind == "line"]

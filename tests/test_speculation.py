@@ -74,6 +74,7 @@ def test_a_continuation_after_a_speculation_starts_from_the_context(pair, monkey
     for p in pair:
         p.reset()
         monkeypatch.setattr(p.config, "line_min_prob", 0.0)
+        monkeypatch.setattr(p.config, "line_min_joint_prob", 0.0)
         monkeypatch.setattr(p.config, "line_match_min_chars", 0)  # the network's line, not the document's
     _both(pair, SOURCE[: AFTER + 3])
     _idle(spec)
