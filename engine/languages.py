@@ -37,6 +37,12 @@ class Language:
     name_after: frozenset[str] = frozenset()
     """Keywords after which a new name comes, never a reserved word (``def``, ``class``, ``fn``):
     no :attr:`not_after_dot` item there either."""
+    member_ops: tuple[str, ...] = ()
+    """Other operators after which a member or path name comes, as after ``.`` (C's ``p->next``,
+    Rust's and C++'s ``std::fmt``; blanks may stand between): no :attr:`not_after_dot` item there
+    but :attr:`path_words`."""
+    path_words: frozenset[str] = frozenset()
+    """Reserved words that may follow a :attr:`member_ops` operator (Rust's ``super::super::x``)."""
 
     @property
     def corpus_endings(self) -> tuple[str, ...]:
@@ -85,7 +91,7 @@ RUST = Language(
     not_after_dot=_kw("as async break const continue crate dyn else enum extern false fn for if impl "
                       "in let loop match mod move mut pub ref return self Self static struct super "
                       "trait true type unsafe use where while"),
-    name_after=_kw("fn struct enum trait mod"))
+    name_after=_kw("fn struct enum trait mod"), member_ops=("::",), path_words=_kw("self super"))
 C = Language(
     "c", ("c", "cpp", "c++", "objective-c"), (".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx"),
     _kw("auto break case char const continue default do double else enum extern float for goto if "
@@ -93,7 +99,8 @@ C = Language(
         "union unsigned void volatile while NULL"), corpus_extensions=(".c", ".h"),
     not_after_dot=_kw("auto break case char const continue default do double else enum extern float "
                       "for goto if inline int long register restrict return short signed sizeof "
-                      "static struct switch typedef union unsigned void volatile while"))
+                      "static struct switch typedef union unsigned void volatile while"),
+    member_ops=("->", "::"))  # ``::`` in the C++ documents that take C's filter
 
 PROSE = Language(
     "prose", ("markdown", "plaintext", "restructuredtext", "rst", "git-commit", "gitcommit", "scminput", "text",

@@ -80,10 +80,15 @@ _NAME_AFTER = re.compile(r"(?<![\w.])(\w+)[ \t]+$")
 def _reserved_here(lang: Language, ctx_text: str) -> frozenset[str]:
     """The reserved words that cannot be the identifier at the end of ``ctx_text``: after a member
     access (``self.``, not ``..`` or a number's ``1.``) or a keyword that a new name follows
-    (``def``); see ``Language.not_after_dot``. A fresh user's ``x = self.c`` offered ``class``
-    first, ``obj.i`` ``import``, ``def c`` ``class``."""
+    (``def``), or another member or path operator (``Language.member_ops``: ``p->``, ``std::``);
+    see ``Language.not_after_dot``. A fresh user's ``x = self.c`` offered ``class`` first,
+    ``obj.i`` ``import``, ``def c`` ``class``, ``p->v`` ``void``, ``std::f`` ``fn``."""
     if not lang.not_after_dot:
         return frozenset()
+    if lang.member_ops:
+        end = ctx_text[-72:].rstrip(" \t")
+        if any(end.endswith(op) for op in lang.member_ops):
+            return lang.not_after_dot - lang.path_words
     if ctx_text.endswith(".") and not ctx_text.endswith(".."):
         before = ctx_text[:-1]
         return frozenset() if before[-1:].isdigit() and in_number(before) else lang.not_after_dot

@@ -260,7 +260,7 @@ def test_no_reserved_word_after_a_member_access_or_a_definition_keyword(pred):
     """``x = self.c`` offered ``class`` first, ``obj.i`` ``import``, ``def c`` ``class`` (a fresh
     user, an empty workspace): a reserved word can never come there. Soft keywords can
     (``re.match``), and a number's dot and ``..`` are not member accesses."""
-    from engine.languages import GO, JAVASCRIPT, PYTHON, RUST
+    from engine.languages import C, GO, JAVASCRIPT, PYTHON, RUST
     from engine.predictor import _reserved_here
 
     body = "import os\nimport re\n\n\nclass Foo:\n    def go(self, obj):\n"
@@ -275,3 +275,13 @@ def test_no_reserved_word_after_a_member_access_or_a_definition_keyword(pred):
     assert "await" not in _reserved_here(RUST, "fut.") and "match" in _reserved_here(RUST, "x.")
     assert "func" in _reserved_here(GO, "fmt.") and "nil" not in _reserved_here(GO, "fmt.")
     assert not _reserved_here(JAVASCRIPT, "promise.")  # promise.catch, obj.default: any word
+    # C's p->next (blanks or not), C++'s and Rust's paths: std::fmt, but Rust's super::super::x
+    for text in ("p->", "p -> ", "x = a->b->", "std::"):
+        assert {"int", "void", "return"} <= _reserved_here(C, text), text
+    assert "fn" in _reserved_here(RUST, "std::") and "let" in _reserved_here(RUST, "x = std:: ")
+    assert "super" not in _reserved_here(RUST, "use super::") and "self" not in _reserved_here(RUST, "a::")
+    assert not _reserved_here(C, "x = a - ") and not _reserved_here(RUST, "let x: ")
+    for text, lang, word in (("int main(void) {\n    p->v", "c", "void"), ("int f(void) {\n    p->i", "c", "int"),
+                             ("fn main() {\n    std::f", "rust", "fn"), ("fn main() {\n    std::l", "rust", "let")):
+        items = [c.text for c in pred.predict(text, max_items=20, language=lang)]
+        assert word not in items, (text, items)
