@@ -79,7 +79,12 @@ class System2:
         if path.is_dir():
             raise System2Error(f"System 2 model {path} is a folder: give the GGUF file")
         if not path.is_file():
-            raise System2Error(f"System 2 model {path} does not exist (run `laya system2 install`)")
+            import importlib.util
+
+            more = ("" if importlib.util.find_spec("llama_cpp") else
+                    "; it also needs llama-cpp-python: pip install -e '.[system2]' in the repository "
+                    "(it builds llama.cpp, ~13 minutes)")
+            raise System2Error(f"System 2 model {path} does not exist (run `laya system2 install`{more})")
         try:
             import llama_cpp
         except ImportError as e:

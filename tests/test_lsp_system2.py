@@ -39,6 +39,10 @@ def test_a_system2_that_cannot_load_is_named_and_completion_goes_on(tmp_path):
         shown = until(lambda: next((m for m in s.messages if m.get("method") == "window/showMessage"
                                     and "System 2 is off" in m["params"]["message"]), None))
         assert shown["params"]["type"] == 2 and "missing.gguf" in shown["params"]["message"]
+        # what else it needs is said at once, not after the model's 98 MB are in place
+        import importlib.util
+
+        assert ("llama-cpp-python" in shown["params"]["message"]) == (importlib.util.find_spec("llama_cpp") is None)
         assert "path" in until(lambda: labels(s))
         assert s.exit() == 0
 
