@@ -177,13 +177,45 @@ def prepare() -> str:
     return {"built": "ready", "building": "building"}.get(state, "jit")
 
 
+FAILED_COMPILER = "compiler: "
+"""The first line of a ``FOLDER.failed`` marker: the C compiler the build failed with
+(:func:`_compiler`); with another one there now (one installed since), the build is tried again."""
+
+
+def _compiler() -> str:
+    """The C compiler a build would use, as its real path and modification time ("" for none)."""
+    for name in ("cc", "gcc", "clang"):
+        path = shutil.which(name)
+        if path:
+            try:
+                return f"{os.path.realpath(path)} {os.stat(path).st_mtime_ns}"
+            except OSError:
+                continue
+    return ""
+
+
+def _failed_before(folder: Path) -> bool:
+    """Whether a build into ``folder`` failed with the compiler there now. A marker naming another
+    compiler (a fresh user had none, then installed gcc) is removed, so the build runs again; one
+    naming none (written before markers named it) stands."""
+    marker = folder.with_name(folder.name + ".failed")
+    try:
+        first = marker.read_text(errors="replace").split("\n", 1)[0]
+    except OSError:
+        return False
+    if first.startswith(FAILED_COMPILER) and first[len(FAILED_COMPILER):] != _compiler():
+        marker.unlink(missing_ok=True)
+        return False
+    return True
+
+
 def build_state(folder: Path) -> str:
     """The ahead-of-time build into ``folder`` (:func:`aot_folder`), in a few ``stat`` calls:
-    ``"built"``; ``"failed"`` (for this key, not retried); ``"building"`` (a live process holds
-    the lock); ``"none"`` (none has run, or its process was killed before a result)."""
+    ``"built"``; ``"failed"`` (for this key and C compiler, not retried); ``"building"`` (a live
+    process holds the lock); ``"none"`` (none has run, or its process was killed before a result)."""
     if folder.is_dir():
         return "built"
-    if folder.with_name(folder.name + ".failed").exists():
+    if folder.with_name(folder.name + ".failed").exists() and _failed_before(folder):
         return "failed"
     if _lock_held(folder.with_name(folder.name + ".lock")):
         return "building"
@@ -201,7 +233,8 @@ def local_build_state() -> str | None:
 
 def start_build(folder: Path) -> bool:
     """Start ``python -m engine.kernels build FOLDER`` in the background (low priority, detached,
-    output to ``FOLDER.log``) unless one is running, one failed before, or there is no C compiler.
+    output to ``FOLDER.log``) unless one is running, one failed before with this C compiler, or
+    there is no C compiler.
 
     Returns:
         True when a build was started.
@@ -210,8 +243,7 @@ def start_build(folder: Path) -> bool:
         log.info("numba kernels: no C compiler, so no ahead-of-time build (the JIT costs ~100 MB more memory)")
         return False
     lock = folder.with_name(folder.name + ".lock")
-    failed = folder.with_name(folder.name + ".failed")
-    if failed.exists():
+    if _failed_before(folder):
         return False
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
@@ -241,7 +273,8 @@ def start_build(folder: Path) -> bool:
 
 def build(folder: Path) -> None:
     """Compile into a temporary sibling of ``folder``, then rename it into place (so a reader
-    never sees half a build). On failure write ``FOLDER.failed`` (no retry for this key)."""
+    never sees half a build). On failure write ``FOLDER.failed`` (no retry for this key while the
+    C compiler stays the same: :func:`_failed_before`)."""
     from .kernels_numba import build_aot
 
     lock = folder.with_name(folder.name + ".lock")
@@ -254,7 +287,8 @@ def build(folder: Path) -> None:
         os.replace(tmp, folder)
     except Exception as e:
         if not folder.is_dir():  # (not a second build losing the race to rename)
-            folder.with_name(folder.name + ".failed").write_text(f"{type(e).__name__}: {e}\n")
+            folder.with_name(folder.name + ".failed").write_text(
+                f"{FAILED_COMPILER}{_compiler()}\n{type(e).__name__}: {e}\n")
         raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

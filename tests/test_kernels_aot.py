@@ -83,6 +83,30 @@ def test_a_failed_build_is_not_retried(tmp_path, monkeypatch):
     assert kernels.start_build(folder) is False
 
 
+def test_a_build_that_failed_with_no_compiler_is_tried_again_with_one(tmp_path, monkeypatch):
+    """A fresh user with no working C compiler, who then installs gcc: the build runs again
+    (the marker names the compiler it failed with); with the same compiler it does not."""
+    monkeypatch.setenv("LAYA_CACHE_DIR", str(tmp_path))
+    folder = kernels.aot_folder()
+    folder.parent.mkdir(parents=True)
+    failed = folder.with_name(folder.name + ".failed")
+
+    def broken(tmp, module):
+        raise RuntimeError("no linker")
+
+    import engine.kernels_numba as kn
+
+    monkeypatch.setattr(kn, "build_aot", broken)
+    with pytest.raises(RuntimeError):
+        kernels.build(folder)
+    assert failed.read_text().splitlines() == [kernels.FAILED_COMPILER + kernels._compiler(),
+                                               "RuntimeError: no linker"]
+    assert kernels.build_state(folder) == "failed" and kernels.start_build(folder) is False
+    failed.write_text(kernels.FAILED_COMPILER + "\nCompileError: no C compiler\n")  # none, then
+    assert kernels._compiler() != ""  # (this machine has one: installed since, as it were)
+    assert kernels.build_state(folder) == "none" and not failed.exists()
+
+
 UPGRADE_PROBE = """
 import json, sys, time
 from engine.predictor import Predictor
