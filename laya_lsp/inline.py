@@ -85,6 +85,25 @@ def fit_line(ctx: CursorContext, line: str) -> str | None:
     return fit_to_suffix(line, ctx.suffix, line_before(ctx.prefix[: len(ctx.prefix) - len(ctx.word)]))
 
 
+GLUE_WINDOW = 20_000
+"""Characters before the cursor in which :func:`glued` counts how the document spaces a sign."""
+
+
+def glued(prefix: str) -> bool:
+    """Whether a line starting right at the cursor would be glued to a sign that the document
+    puts a blank after (``x =|`` gave the ghost text ``json.``, accepted as ``x =json.``, where the
+    document writes ``x = json...``): at a word boundary after a sign other than an opening
+    bracket, a quote, a member access (``.``, ``->``, ``::``) or a blank, when in the last
+    :data:`GLUE_WINDOW` characters that sign is followed by a blank at least as often as by
+    anything but a line end. The ghost text comes once the blank is typed."""
+    c = prefix[-1:]
+    if not c or c.isspace() or c.isalnum() or c in "_([{.'\"`" or prefix.endswith(("->", "::")):
+        return False
+    window = prefix[-GLUE_WINDOW:-1]
+    spaced = window.count(c + " ") + window.count(c + "\t")
+    return 2 * spaced >= window.count(c) - window.count(c + "\n") - window.count(c + "\r") > 0
+
+
 def _answer(params: types.InlineCompletionParams, ctx: CursorContext, text: str | None
             ) -> types.InlineCompletionList:
     """The one item ``text`` over ``ctx.insert_range``; none where it adds nothing to the word, or
@@ -92,8 +111,9 @@ def _answer(params: types.InlineCompletionParams, ctx: CursorContext, text: str 
     range (``context.selectedCompletionInfo``: VS Code then shows only an item that does, "must
     extend the text of the selected item and use the same range")."""
     selected = params.context.selected_completion_info
-    if text is None or len(text) <= len(ctx.word) or selected is not None and not (
-            selected.range == ctx.insert_range and text.startswith(selected.text)):
+    if text is None or len(text) <= len(ctx.word) or not ctx.word and glued(ctx.prefix):
+        return empty()  # (``glued``: no line stuck to a sign the document spaces)
+    if selected is not None and not (selected.range == ctx.insert_range and text.startswith(selected.text)):
         return empty()
     return types.InlineCompletionList(items=[types.InlineCompletionItem(
         insert_text=text, range=ctx.insert_range, filter_text=text)])

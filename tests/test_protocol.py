@@ -305,6 +305,28 @@ def test_accepting_any_item_never_repeats_the_text_after_the_cursor(server):
     assert checked > len(PROBES)
 
 
+def test_no_ghost_text_glued_to_a_sign_the_document_spaces(server):
+    """``x =|`` gave the ghost text ``json.`` (accepted: ``x =json.``) where the document writes
+    ``x = json...``; after the blank it comes. Where the document glues the sign (``f(a,b)``), or
+    after a member access, it comes at once."""
+    from laya_lsp.inline import glued
+
+    def ghost(n, text):
+        uri = f"file:///laya-protocol/glued{n}.py"
+        server.open(uri, text)
+        line = text.count("\n")
+        col = len(text) - text.rfind("\n") - 1
+        params = {**completion_params(line, col, uri), "context": {"triggerKind": 2}}
+        return [i["insertText"] for i in server.call("textDocument/inlineCompletion", params)["result"]["items"]]
+
+    doc = "import json\nx = json.loads(data)\nprint(x)\n"
+    assert ghost(0, doc + "x =") == []
+    assert ghost(1, doc + "x = ") == ["json.loads(data)"]
+    assert glued("a = 1\nb =") and glued("f(a, b)\nf(a,") and not glued("f(a,b)\nf(a,b)\nf(a,")
+    assert not glued("a = 1\nb = x.") and not glued("a = 1\np->") and not glued("a = 1\nb = (")
+    assert not glued("a = 1\nb = ") and not glued("b =")  # a blank typed; no evidence yet
+
+
 # --- state races --------------------------------------------------------------------------------
 
 def test_document_opened_while_loading_gets_its_vocabulary_without_an_edit():
