@@ -46,7 +46,7 @@ from .lexicon import CorpusLexicon, merge_lexicons
 from .model_io import ModelLoadError
 from .pieces import DocLexicon, context_keys, pieces
 from .pool import PoolBuilder
-from .text import in_number, word_prefix
+from .text import after_mark, in_number, word_prefix
 from .tokenizer import EOS, load_tokenizer
 from .types import Candidate
 from .continuation import (MAX_WORD_TOKENS, continue_line, fit_to_suffix, line_before,
@@ -624,14 +624,15 @@ class Predictor:
 
         Returns:
             Candidates, best first. Identifier candidates start with the typed prefix and are
-            longer than it. None inside a number literal (``0xab``: ``engine.text.in_number``).
+            longer than it. None inside a number literal (``0xab``: ``engine.text.in_number``) or
+            an identifier split by a combining mark (``engine.text.after_mark``).
         """
         if self._upgrade is not None and self.advance_on_keystroke:  # no idle steps to do it
             now = time.monotonic()
             if now - self._upgrade_checked > 1.0:
                 self._upgrade_checked = now
                 self._check_upgrade()
-        if in_number(prefix):
+        if in_number(prefix) or after_mark(prefix):
             return []
         typed = word_prefix(prefix)
         ctx_text = prefix[: len(prefix) - len(typed)] if typed else prefix

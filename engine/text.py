@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
 
 def word_prefix(prefix: str) -> str:
@@ -30,6 +31,17 @@ def in_number(prefix: str) -> bool:
     while i > 0 and (prefix[i - 1].isalnum() or prefix[i - 1] == "_"):
         i -= 1
     return i < len(prefix) and prefix[i].isdigit()
+
+
+def after_mark(prefix: str) -> bool:
+    """True when the identifier characters before the cursor follow a combining mark, or the
+    cursor does (``á`` written as ``a`` + U+0301, as decomposed text has it): the identifier goes
+    on across the mark, where this module's identifiers (and the tokenizer's) end, so no item can
+    replace it whole (``print(á|`` got ``print`` inserted after the mark: ``print(áprint``)."""
+    i = len(prefix)
+    while i > 0 and (prefix[i - 1].isalnum() or prefix[i - 1] == "_"):
+        i -= 1
+    return i > 0 and unicodedata.category(prefix[i - 1])[0] == "M"
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")

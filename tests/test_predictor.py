@@ -302,3 +302,17 @@ def test_the_name_before_a_member_access_comes_last(pred):
         items = [c.text for c in pred.predict(text, max_items=20, language="python")]
         name = text.rsplit("\n", 1)[-1].strip(" .")
         assert items and items[0] != name and (name not in items or items.index(name) == len(items) - 1), items
+
+
+def test_no_item_inside_an_identifier_split_by_a_combining_mark(pred):
+    """``á`` written as ``a`` + U+0301 (decomposed text): the identifier goes on across the mark, so
+    no item can replace it whole; a fresh user's ``print(á|`` got ``print`` after the mark
+    (``print(áprint``). Precomposed ``á`` is a letter like any other."""
+    from engine.text import after_mark
+
+    nfd = "a\u0301"
+    assert after_mark("print(" + nfd) and after_mark("x = " + nfd + "b") and after_mark(nfd + "bc_1")
+    assert not after_mark("print(\u00e1") and not after_mark("x = ab") and not after_mark("s = '" + nfd + "' + ")
+    doc = nfd + "b = 1\nprint(" + nfd
+    assert pred.predict(doc, language="python") == [] and pred.predict(doc + "b", language="python") == []
+    assert pred.predict("\u00e1b = 1\nprint(\u00e1", language="python")[0].text == "\u00e1b"
