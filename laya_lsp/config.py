@@ -164,6 +164,7 @@ def parse_options(raw, base: InitializationOptions | None = None, *,
     Args:
         raw: the decoded JSON value the client sent (``None`` when it sent none). A ``null`` value
             for a key means "unset" (clients often send that for settings the user left alone).
+            ``{"laya": {...}}`` alone is read as its inner object (the settings section's shape).
         base: the values of options ``raw`` leaves out, is ``null`` for or gets wrong: the
             defaults (``initialize``), or the current values (a settings change).
         source: what ``raw`` is, for the message when it is not an object.
@@ -180,6 +181,8 @@ def parse_options(raw, base: InitializationOptions | None = None, *,
     if not isinstance(raw, dict):
         keeping = "using defaults" if base is None else "keeping the current values"
         return defaults, [f"{source} must be an object, got {_json_type(raw)}; {keeping}"]
+    if len(raw) == 1 and isinstance(raw.get("laya"), dict):
+        raw = raw["laya"]  # the settings section's shape (``{"laya": {...}}``), as settings take it
     values: dict = {}
     problems: list[str] = []
     for key, value in raw.items():

@@ -22,6 +22,14 @@ def test_valid_options_are_structured_from_camel_case():
                                          backend="numpy")
 
 
+def test_the_settings_section_s_shape_is_taken_too():
+    """A fresh user sent ``{"laya": {...}}`` as ``initializationOptions``, the shape
+    ``workspace/didChangeConfiguration`` takes, and got "unknown option 'laya'"."""
+    assert parse_options({"laya": {"maxItems": 5}}) == (InitializationOptions(max_items=5), [])
+    assert parse_options({"laya": {"maxItems": 5}, "maxItems": 3})[0].max_items == 3  # not alone: keys
+    assert parse_options({"laya": 5})[1]  # not an object: an unknown option, as before
+
+
 def test_null_means_unset():
     assert parse_options({"modelPath": None, "maxItems": None}) == (InitializationOptions(), [])
 
