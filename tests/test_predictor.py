@@ -290,13 +290,15 @@ def test_no_reserved_word_after_a_member_access_or_a_definition_keyword(pred):
 def test_the_name_before_a_member_access_comes_last(pred):
     """``os.`` offered ``os`` first (and ghost text ``os.``) to a fresh user: the name before the
     dot, ``->`` or ``::`` goes below the other items, unless the text has it after itself there."""
-    from engine.languages import C, PYTHON, RUST
+    from engine.languages import C, PROSE, PYTHON, RUST
     from engine.predictor import _repeated_name
 
-    assert _repeated_name(PYTHON, "import os\nos.") == "os" and _repeated_name(PYTHON, "x = self. ") == "self"
+    assert _repeated_name(PYTHON, "import os\nos.") == "os" and _repeated_name(PYTHON, "x = self.") == "self"
     assert _repeated_name(C, "p->") == "p" and _repeated_name(RUST, "std::") == "std"
     assert _repeated_name(PYTHON, "a::") is None and _repeated_name(PYTHON, "x = 1.") is None
     assert _repeated_name(PYTHON, "y = node.node\nnode.") is None and _repeated_name(PYTHON, "a.b.") is None
+    assert _repeated_name(PYTHON, "# see os. ") is None and _repeated_name(C, "p -> ") == "p"
+    assert _repeated_name(PROSE, "I like Python.") is None
     for text in ("import os\nos.", "import os\n\nos.path.join(os.getcwd(), os.sep)\nos.",
                  "class A:\n    def f(self):\n        self.x = self\n        self."):
         items = [c.text for c in pred.predict(text, max_items=20, language="python")]
