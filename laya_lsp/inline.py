@@ -93,11 +93,13 @@ def glued(prefix: str) -> bool:
     """Whether a line starting right at the cursor would be glued to a sign that the document
     puts a blank after (``x =|`` gave the ghost text ``json.``, accepted as ``x =json.``, where the
     document writes ``x = json...``): at a word boundary after a sign other than an opening
-    bracket, a quote, a member access (``.``, ``->``, ``::``) or a blank, when in the last
+    bracket, a quote, a member access (``.``, ``->``, ``::``), a blank or a sign that also stands
+    glued before a name (``<`` of ``Vec<T>``, ``&self``, ``!x``, ``*p``, ``-x``, ``@x``, ``#x``,
+    ``$x``, ``~x``), when in the last
     :data:`GLUE_WINDOW` characters that sign is followed by a blank at least as often as by
     anything but a line end. The ghost text comes once the blank is typed."""
     c = prefix[-1:]
-    if not c or c.isspace() or c.isalnum() or c in "_([{.'\"`" or prefix.endswith(("->", "::")):
+    if not c or c.isspace() or c.isalnum() or c in "_([{.'\"`<&!*-@#$~\\" or prefix.endswith(("->", "::")):
         return False
     window = prefix[-GLUE_WINDOW:-1]
     spaced = window.count(c + " ") + window.count(c + "\t")

@@ -325,6 +325,7 @@ def test_no_ghost_text_glued_to_a_sign_the_document_spaces(server):
     assert glued("a = 1\nb =") and glued("f(a, b)\nf(a,") and not glued("f(a,b)\nf(a,b)\nf(a,")
     assert not glued("a = 1\nb = x.") and not glued("a = 1\np->") and not glued("a = 1\nb = (")
     assert not glued("a = 1\nb = ") and not glued("b =")  # a blank typed; no evidence yet
+    assert not glued("a && b\nf(&") and not glued("a < b\nx: Vec<") and not glued("a - b\ny = -")
 
 
 # --- state races --------------------------------------------------------------------------------
