@@ -6,16 +6,21 @@ import re
 import unicodedata
 
 
+def run_start(prefix: str) -> int:
+    """Where the run of identifier characters (letters, digits, ``_``) that ends ``prefix`` starts."""
+    i = len(prefix)
+    while i > 0 and (prefix[i - 1].isalnum() or prefix[i - 1] == "_"):
+        i -= 1
+    return i
+
+
 def word_prefix(prefix: str) -> str:
     """The identifier characters just before the cursor (``""`` at a boundary).
 
     Digits alone are not an identifier start, so ``"x = 12"`` gives ``""``, ``"foo.ba"`` gives
     ``"ba"`` and ``"foo.ba2"`` gives ``"ba2"``.
     """
-    i = len(prefix)
-    while i > 0 and (prefix[i - 1].isalnum() or prefix[i - 1] == "_"):
-        i -= 1
-    w = prefix[i:]
+    w = prefix[run_start(prefix):]
     # drop leading digits: "3abc" is not an identifier start
     i = 0
     while i < len(w) and w[i].isdigit():
@@ -27,9 +32,7 @@ def in_number(prefix: str) -> bool:
     """True when the cursor is inside a number literal: the run of identifier characters before
     it starts with a digit (``"x = 0xab"``, ``"1e5"``, ``"12"``). No identifier belongs there:
     ``0xab`` completed to ``0xabs`` would break the number."""
-    i = len(prefix)
-    while i > 0 and (prefix[i - 1].isalnum() or prefix[i - 1] == "_"):
-        i -= 1
+    i = run_start(prefix)
     return i < len(prefix) and prefix[i].isdigit()
 
 
@@ -38,9 +41,7 @@ def after_mark(prefix: str) -> bool:
     cursor does (``á`` written as ``a`` + U+0301, as decomposed text has it): the identifier goes
     on across the mark, where this module's identifiers (and the tokenizer's) end, so no item can
     replace it whole (``print(á|`` got ``print`` inserted after the mark: ``print(áprint``)."""
-    i = len(prefix)
-    while i > 0 and (prefix[i - 1].isalnum() or prefix[i - 1] == "_"):
-        i -= 1
+    i = run_start(prefix)
     return i > 0 and unicodedata.category(prefix[i - 1])[0] == "M"
 
 
