@@ -150,9 +150,9 @@ def run_session(tmp_path: Path, steps: list[dict], *, extra_init: str = "") -> d
     source.write_text(PROJECT_FILE, encoding="utf-8")
     init = tmp_path / "init.lua"
     setup = readme_setup(README.read_text(encoding="utf-8"))
-    off = "-- require('laya.inline').attach(client, args.buf)"
-    assert off in setup, "the README's block no longer has the ghost-text line to uncomment"
-    init.write_text(setup.replace(off, off[3:], 1) + extra_init, encoding="utf-8")  # turned on
+    on = "\n      require('laya.inline').attach(client, args.buf)\n"
+    assert on in setup, "the README's block no longer turns ghost text on"
+    init.write_text(setup + extra_init, encoding="utf-8")
     harness = tmp_path / "harness.lua"
     harness.write_text(HARNESS, encoding="utf-8")
     out, params = tmp_path / "out.json", tmp_path / "params.json"

@@ -77,16 +77,25 @@ MENU_CHECKS = [
 ACCEPT_LINE = "        y = self.sc"  # typed, then <C-n><C-y>: the first item replaces "sc"
 
 MENU_SNAP = r"""local function menu_snap(input)
-  local info = vim.fn.complete_info({ 'pum_visible', 'items', 'selected' })
-  local words = {}
+  local info = vim.fn.complete_info({ 'pum_visible', 'items', 'matches', 'selected' })
+  local words, stale = {}, 0
   for _, item in ipairs(info.items or {}) do
-    table.insert(words, item.word)
+    if item.match ~= false then
+      table.insert(words, item.word)
+    else
+      stale = stale + 1
+    end
   end
   return { input = input, line = vim.api.nvim_get_current_line():sub(-200),
-    pum = info.pum_visible == 1, selected = info.selected, words = words }
+    pum = info.pum_visible == 1, selected = info.selected, words = words, stale = stale }
 end
 """
-"""Lua: ``menu_snap(input)``, the completion menu and the line after a key (both harnesses)."""
+"""Lua: ``menu_snap(input)``, the completion menu and the line after a key (both harnesses).
+
+``words`` are the items the menu shows: those that match what was typed since the list came
+(``complete_info``'s ``match``). Typing on while the next list is on its way, Neovim filters the
+last list by the typed text: ``stale`` counts its items that no longer match (left out of
+``words``, and not on screen)."""
 
 OPEN_AND_WARM = r"""local ok, err = pcall(function()
   vim.cmd.edit(vim.fn.fnameescape(P.file))

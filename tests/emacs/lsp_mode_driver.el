@@ -9,8 +9,8 @@
 ;;                        files, completes, edits, and records results with `laya-result'
 ;;   LAYA_EMACS_OUT       where the JSON result goes (an object: the scenario's keys, plus
 ;;                        `messages' (*Messages*), `shown' (window/showMessage), `logs'
-;;                        (window/logMessage), `server-errors' (error answers and stderr text of
-;;                        every server), `error' if the scenario signalled)
+;;                        (window/logMessage), `server-errors' (error answers, but for RequestCancelled
+;;                        to a request lsp-mode cancelled, and stderr text of every server), `error' if the scenario signalled)
 ;;   LAYA_EMACS_BUDGET    seconds the scenario may take (default 60); past it, the scenario stops
 ;;                        with an error instead of hanging the test.
 
@@ -34,11 +34,18 @@
             (lambda (_ws params) (push (lsp-get params :message) laya-shown)))
 (advice-add 'lsp--window-log-message :before
             (lambda (_ws params) (push (lsp-get params :message) laya-logs)))
+(defvar laya-cancelled nil "Ids of the requests this Emacs cancelled with `$/cancelRequest'.")
+(advice-add 'lsp--cancel-request :before (lambda (id) (push id laya-cancelled)))
 (advice-add 'lsp--parser-on-message :before
             (lambda (json-data _ws)
               (when (eq (lsp--get-message-type json-data) 'response-error)
-                (push (format "error answer: %S" (lsp:json-response-error-error json-data))
-                      laya-errors))))
+                (let* ((err (lsp:json-response-error-error json-data))
+                       (id (lsp:json-response-id json-data))
+                       (id (if (stringp id) (string-to-number id) id)))
+                  ;; RequestCancelled for a request lsp-mode cancelled is the answer the
+                  ;; protocol asks for, not an error (lsp-mode dropped its handler already)
+                  (unless (and (eql (lsp-get err :code) -32800) (memql id laya-cancelled))
+                    (push (format "error answer: %S" err) laya-errors))))))
 (add-hook 'lsp-after-initialize-hook
           (lambda () (dolist (w (lsp-workspaces)) (cl-pushnew w laya-workspaces))))
 
