@@ -43,6 +43,10 @@ class Language:
     but :attr:`path_words`."""
     path_words: frozenset[str] = frozenset()
     """Reserved words that may follow a :attr:`member_ops` operator (Rust's ``super::super::x``)."""
+    name_signs: str = ""
+    """Characters that belong to an identifier but are not word characters to the engine
+    (JavaScript's ``$``: ``$el``, ``a$b``): right after one, a reserved word is an item only where
+    the document already writes it after that sign (``$this``), never otherwise (``$else``)."""
 
     @property
     def corpus_endings(self) -> tuple[str, ...]:
@@ -68,13 +72,13 @@ JAVASCRIPT = Language(
     _kw("await break case catch class const continue debugger default delete do else export extends "
         "false finally for function if import in instanceof let new null return super switch this "
         "throw true try typeof undefined var void while with yield async of static get set"),
-    (".min.js",))
+    (".min.js",), name_signs="$")
 TYPESCRIPT = Language(
     "typescript", ("typescript", "typescriptreact"), (".ts", ".tsx", ".mts", ".cts"),
     JAVASCRIPT.keywords | _kw("abstract any as asserts boolean declare enum implements infer interface "
                               "is keyof module namespace never number object private protected public "
                               "readonly satisfies string symbol type unique unknown"),
-    (".d.ts", ".d.mts", ".d.cts"))
+    (".d.ts", ".d.mts", ".d.cts"), name_signs="$")
 GO = Language(
     "go", ("go",), (".go",),
     _kw("break case chan const continue default defer else fallthrough for func go goto if import "

@@ -82,7 +82,12 @@ def _reserved_here(lang: Language, ctx_text: str) -> frozenset[str]:
     access (``self.``, not ``..`` or a number's ``1.``) or a keyword that a new name follows
     (``def``), or another member or path operator (``Language.member_ops``: ``p->``, ``std::``);
     see ``Language.not_after_dot``. A fresh user's ``x = self.c`` offered ``class`` first,
-    ``obj.i`` ``import``, ``def c`` ``class``, ``p->v`` ``void``, ``std::f`` ``fn``."""
+    ``obj.i`` ``import``, ``def c`` ``class``, ``p->v`` ``void``, ``std::f`` ``fn``. Right after
+    one of ``Language.name_signs`` (JavaScript's ``$el``: ``else`` was offered), every reserved
+    word that the last 16 KiB do not write after that sign (``$this`` stays)."""
+    if ctx_text[-1:] and ctx_text[-1] in lang.name_signs:
+        recent = ctx_text[-REPEAT_WINDOW:]
+        return frozenset(w for w in lang.keywords if ctx_text[-1] + w not in recent)
     if not lang.not_after_dot:
         return frozenset()
     if lang.member_ops:

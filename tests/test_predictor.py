@@ -287,6 +287,26 @@ def test_no_reserved_word_after_a_member_access_or_a_definition_keyword(pred):
         assert word not in items, (text, items)
 
 
+def test_no_reserved_word_right_after_a_dollar_sign_in_javascript(pred):
+    """A fresh user's ``$el`` offered ``else`` (``$`` is an identifier character in JavaScript,
+    not in the engine's pieces): no reserved word after ``$`` there, but one the document
+    writes after it (jQuery's ``$this``); other languages and other signs are unchanged."""
+    from engine.languages import JAVASCRIPT, PYTHON, TYPESCRIPT
+    from engine.predictor import _reserved_here
+
+    body = "const elem = document.body;\nconst $elem = $(elem);\nif (ok) {\n  f();\n} else {\n  g();\n}\n"
+    for lang in ("javascript", "typescript"):
+        items = [c.text for c in pred.predict(body + "const x = $el", max_items=20, language=lang)]
+        assert items and "else" not in items, (lang, items)
+        assert "elem" in items, items  # the document's $elem: its `elem` after `$`
+        assert "else" in [c.text for c in pred.predict(body + "if (a) {\n} el", max_items=20, language=lang)]
+    assert {"else", "this", "new"} <= _reserved_here(JAVASCRIPT, "x = $")
+    assert {"else", "type"} <= _reserved_here(TYPESCRIPT, "a$")
+    jquery = "var $this = $(this);\n$"
+    assert "this" not in _reserved_here(JAVASCRIPT, jquery) and "else" in _reserved_here(JAVASCRIPT, jquery)
+    assert not _reserved_here(JAVASCRIPT, "x = ") and not _reserved_here(PYTHON, "x = $")
+
+
 def test_the_name_before_a_member_access_comes_last(pred):
     """``os.`` offered ``os`` first (and ghost text ``os.``) to a fresh user: the name before the
     dot, ``->`` or ``::`` goes below the other items, unless the text has it after itself there."""
