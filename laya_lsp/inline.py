@@ -10,6 +10,7 @@ over the same range: VS Code shows no other.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
@@ -89,21 +90,33 @@ GLUE_WINDOW = 20_000
 """Characters before the cursor in which :func:`glued` counts how the document spaces a sign."""
 
 
+GLUE_NAMED = 8
+""":func:`glued`: a sign the document follows with a name fewer than once in this many times
+(line ends aside) takes no line glued to it."""
+
+
 def glued(prefix: str) -> bool:
     """Whether a line starting right at the cursor would be glued to a sign that the document
-    puts a blank after (``x =|`` gave the ghost text ``json.``, accepted as ``x =json.``, where the
-    document writes ``x = json...``): at a word boundary after a sign other than an opening
-    bracket, a quote, a member access (``.``, ``->``, ``::``), a blank or a sign that also stands
-    glued before a name (``<`` of ``Vec<T>``, ``&self``, ``!x``, ``*p``, ``-x``, ``@x``, ``#x``,
-    ``$x``, ``~x``), when in the last
-    :data:`GLUE_WINDOW` characters that sign is followed by a blank at least as often as by
-    anything but a line end. The ghost text comes once the blank is typed."""
+    does not glue a name to: at a word boundary after a sign other than an opening bracket, a
+    quote, a member access (``.``, ``->``, ``::``), a blank or a sign that also stands glued before
+    a name (``<`` of ``Vec<T>``, ``&self``, ``!x``, ``*p``, ``-x``, ``@x``, ``#x``, ``$x``, ``~x``),
+    when in the last :data:`GLUE_WINDOW` characters that sign (line ends aside) is followed by a
+    blank at least half the time, or by a name less than once in :data:`GLUE_NAMED` times.
+    ``x =|`` gave the ghost text ``json.``, accepted as ``x =json.``, where the document writes
+    ``x = json...`` (the ghost text comes once the blank is typed); ``print(x)|`` at a line's
+    end gave ``self.``, which no Python file writes after ``)`` (a C file full of casts,
+    ``(int)x``, keeps it)."""
     c = prefix[-1:]
     if not c or c.isspace() or c.isalnum() or c in "_([{.'\"`<&!*-@#$~\\" or prefix.endswith(("->", "::")):
         return False
     window = prefix[-GLUE_WINDOW:-1]
-    spaced = window.count(c + " ") + window.count(c + "\t")
-    return 2 * spaced >= window.count(c) - window.count(c + "\n") - window.count(c + "\r") > 0
+    others = window.count(c) - window.count(c + "\n") - window.count(c + "\r")
+    if others <= 0:
+        return False
+    if 2 * (window.count(c + " ") + window.count(c + "\t")) >= others:
+        return True
+    named = sum(1 for _ in re.finditer(re.escape(c) + r"[^\W\d]", window))
+    return GLUE_NAMED * named < others
 
 
 def _answer(params: types.InlineCompletionParams, ctx: CursorContext, text: str | None

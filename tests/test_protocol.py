@@ -308,7 +308,8 @@ def test_accepting_any_item_never_repeats_the_text_after_the_cursor(server):
 def test_no_ghost_text_glued_to_a_sign_the_document_spaces(server):
     """``x =|`` gave the ghost text ``json.`` (accepted: ``x =json.``) where the document writes
     ``x = json...``; after the blank it comes. Where the document glues the sign (``f(a,b)``), or
-    after a member access, it comes at once."""
+    after a member access, it comes at once. Nor after a sign the document never glues a name to
+    (``print(x)|``, at a line's end, took ``self.``)."""
     from laya_lsp.inline import glued
 
     def ghost(n, text):
@@ -326,6 +327,9 @@ def test_no_ghost_text_glued_to_a_sign_the_document_spaces(server):
     assert not glued("a = 1\nb = x.") and not glued("a = 1\np->") and not glued("a = 1\nb = (")
     assert not glued("a = 1\nb = ") and not glued("b =")  # a blank typed; no evidence yet
     assert not glued("a && b\nf(&") and not glued("a < b\nx: Vec<") and not glued("a - b\ny = -")
+    # a sign the document never glues a name to: print(x)| at a line's end took `self.`
+    assert glued("f(x)\ng(y).z\nh(x)") and glued("a[1].x\nb = a[0]")  # tests/test_nvim_inline.py too
+    assert not glued("x = (int)y;\nz = (char)c;\nw = (long)") and not glued("a[1]b\nc = a[0]")
 
 
 # --- state races --------------------------------------------------------------------------------
