@@ -10,6 +10,7 @@ over the same range: VS Code shows no other.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,15 @@ LINE_SEARCH_ITEMS = 4
 """Candidates asked for: the engine ranks its line continuation second, after the best word."""
 
 
+INLINE_YIELD_S = 0.002
+"""Seconds an inline completion request waits before it asks the engine, so that the completion
+request an editor sends with it for the same keystroke is answered first: Neovim (the README's
+block with ghost text) sends ``didChange``, ``inlineCompletion``, then ``completion``, and the
+engine thread takes jobs in order, so the list waited for the ghost text's decision and line
+(completion round trip 3.69 -> 5.85 ms at the median, 20.6 -> 43.6 ms at p99, two servers side
+by side on a loaded machine). The completion's decision is then reused by the line's."""
+
+
 def empty() -> types.InlineCompletionList:
     return types.InlineCompletionList(items=[])
 
@@ -41,6 +51,7 @@ async def inline_completion(ls: LayaServer, params: types.InlineCompletionParams
     if ls.inline_model.task is not None and await ls.inline_model.ready():
         return await _from_inline_model(ls, params)
     selected = params.context.selected_completion_info
+    await asyncio.sleep(INLINE_YIELD_S)
     pred = await predict_at(ls, params.text_document.uri, params.position,
                             types.TEXT_DOCUMENT_INLINE_COMPLETION,
                             max_items=LINE_SEARCH_ITEMS, want_line=True,
