@@ -39,6 +39,18 @@ engine thread takes jobs in order, so the list waited for the ghost text's decis
 by side on a loaded machine). The completion's decision is then reused by the line's."""
 
 
+LINE_NEEDS_WORD = True
+"""No ghost text from the engine's line where no character of a word is typed yet (after a
+blank, in the indentation, after a bracket, a dot, an operator or a quote): there it was right
+10.7% of the time (tune packages) and 6.5% (eval packages), against 47.5-53.3% once one or more
+characters are typed, and made 63-71% of the wrong ghost texts. Typing the held-out files key by
+key through the server, an inline request after each key (3 files x 4,000 characters per
+language; right: the file goes on exactly so): without ghost text at a word start the wrong ones
+went 17,169 -> 5,005 on the eval packages (30.2% -> 47.8% of those shown right), and the
+characters a user accepting every right one would save 12,349 -> 11,708 (-5.2%). System 2's and
+another model's lines still show there."""
+
+
 def empty() -> types.InlineCompletionList:
     return types.InlineCompletionList(items=[])
 
@@ -55,7 +67,8 @@ async def inline_completion(ls: LayaServer, params: types.InlineCompletionParams
     pred = await predict_at(ls, params.text_document.uri, params.position,
                             types.TEXT_DOCUMENT_INLINE_COMPLETION,
                             max_items=LINE_SEARCH_ITEMS, want_line=True,
-                            line_word=selected.text if selected is not None else None)
+                            line_word=selected.text if selected is not None else None,
+                            line_needs_word=LINE_NEEDS_WORD)
     if pred is None:
         return empty()
     ctx = pred.context

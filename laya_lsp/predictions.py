@@ -51,7 +51,8 @@ def take_ticket(ls: LayaServer, uri: str, kind: str) -> Ticket:
 
 
 async def predict_at(ls: LayaServer, uri: str, position: types.Position, kind: str, *,
-                     max_items: int, want_line: bool, line_word: str | None = None) -> Prediction | None:
+                     max_items: int, want_line: bool, line_word: str | None = None,
+                     line_needs_word: bool = False) -> Prediction | None:
     """Candidates for the cursor at ``position`` in document ``uri``.
 
     Args:
@@ -63,6 +64,8 @@ async def predict_at(ls: LayaServer, uri: str, position: types.Position, kind: s
         want_line: also ask for a rest-of-line continuation.
         line_word: the identifier that continuation starts with, where not the best item's (the
             editor's selected item: ``Predictor.predict``).
+        line_needs_word: no continuation where no character of a word is typed yet
+            (``laya_lsp.inline.LINE_NEEDS_WORD``).
 
     Returns:
         The cursor context and candidates, or None when the request went stale, the document is
@@ -95,6 +98,7 @@ async def predict_at(ls: LayaServer, uri: str, position: types.Position, kind: s
         return None
     if max_items <= 0:
         return Prediction(ctx, [])
+    want_line = want_line and not (line_needs_word and not ctx.word)
     candidates = await ls.bridge.run(_predict_job, predictor, ls.sequencer, ticket, ctx,
                                      max_items, want_line, language, line_word)
     if candidates is None or not ls.sequencer.is_current(ticket):
