@@ -444,6 +444,10 @@ UTF16_STEPS = [
     {"input": "o"}, *keys(START, 50), wait_ghost("L-ghost"), {"input": "<C-e>", "wait": "ghost", "tag": "L-closed", "gap_ms": 500, "max_ms": 8000},
     {"lua": "vim.lsp.completion.get() return vim.fn.pumvisible()", "tag": "L-asked", "gap_ms": 0},
     {"input": "<Tab>", "tag": "L-tab", "gap_ms": 600}, {"input": "<Esc>", "gap_ms": 200}, {"input": "dd", "gap_ms": 200},
+    # with 'paste' on (insert-mode mappings off, so <Tab> could not accept) no ghost shows
+    {"lua": "vim.o.paste = true", "tag": "paste-on", "gap_ms": 0}, {"input": "o"}, *keys(START, 50),
+    {"input": "", "tag": "P-paste", "gap_ms": 700}, {"lua": "vim.o.paste = false", "tag": "paste-off", "gap_ms": 0},
+    {"input": "<Esc>", "gap_ms": 200}, {"input": "dd", "gap_ms": 200},
 ]
 UTF16_INIT = """
 vim.lsp.config('laya', {
@@ -483,4 +487,6 @@ def test_utf16_ranges_and_cancelled_requests(utf16_session):
     assert tab["line"] == FULL and not tab["pum"], "the late answer opened the menu" + got["context"]
     # and no ghost glued to the line's last `)` (it was `self.`: laya_lsp.inline.glued)
     assert tab["ghosts"] == [], got["context"]
+    pasting = snap(got, "P-paste")
+    assert pasting["line"] == START and pasting["ghosts"] == [], "a ghost with 'paste' on" + got["context"]
     assert "[ERROR]" not in got["lsp_log"], got["lsp_log"][-3000:]

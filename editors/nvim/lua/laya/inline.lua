@@ -170,6 +170,9 @@ local function request(bufnr)
   if not api.nvim_get_current_line():sub(1, col):find('%S') then
     return -- only blanks before the cursor: no ghost, so that <Tab> indents
   end
+  if vim.o.paste then
+    return -- 'paste' turns insert-mode mappings off: <Tab> could not accept a ghost
+  end
   local params = vim.lsp.util.make_position_params(0, client.offset_encoding)
   params.context = { triggerKind = 2 } -- Automatic
   local id
