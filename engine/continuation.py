@@ -352,6 +352,19 @@ def _ident_char(c: str) -> bool:
     return c.isalnum() or c == "_"
 
 
+def line_before_suffix(line: str | None, suffix: str | None) -> str | None:
+    """``line`` (from the document's earlier lines) without the text after the cursor on its line
+    (``suffix`` to its line end, which the editor keeps), where the line ends with exactly that
+    text: ``print(self.rec|, 'x done')`` after an earlier ``print(self.records[0], 'x done')``
+    gives ``records[0]``. None where it does not end so (the text after the cursor would come
+    twice, or out of place), or where ``suffix`` has nothing on its line."""
+    rest = (suffix or "").split("\n", 1)[0].rstrip()
+    body = (line or "").rstrip()
+    if not rest or len(body) <= len(rest) or not body.endswith(rest):
+        return None
+    return body[: len(body) - len(rest)]
+
+
 def line_is_open(suffix: str | None) -> bool:
     """True when the rest of the cursor's line is empty or only closing brackets/quotes."""
     if not suffix:

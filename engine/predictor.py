@@ -49,7 +49,7 @@ from .pool import PoolBuilder
 from .text import after_mark, in_number, word_prefix
 from .tokenizer import EOS, load_tokenizer
 from .types import Candidate
-from .continuation import (MAX_WORD_TOKENS, continue_line, fit_to_suffix, line_before,
+from .continuation import (MAX_WORD_TOKENS, continue_line, fit_to_suffix, line_before, line_before_suffix,
                            line_from_document, line_from_workspace, line_is_open)
 from .kv_sync import KVSync
 from .memory import release_free_heap
@@ -696,6 +696,7 @@ class Predictor:
         if line_word is not None and len(typed) < len(line_word) <= 256 and line_word.startswith(typed) and \
                 word_prefix(line_word) == line_word:  # an identifier (no leading digit) extending typed
             head = line_word
+        line = None
         if want_line and head and line_is_open(suffix) and (
                 self.config.line_match_min_chars > 0 or (self._hidden is not None and self.config.line_max_tokens > 0)):
             line = self._line_from_text(ctx_text, head, typed)
@@ -703,11 +704,15 @@ class Predictor:
                 self.kv.unspeculate()  # the continuation goes on from the context itself
                 line = self._continuation(head, stop)
             line = fit_to_suffix(line, suffix, line_before(ctx_text)) if line else None
-            if line and line != head:
-                score = out[0].score - 1e-3 if out else 0.0
-                out.insert(1, Candidate(line, score, "line"))
-                if len(out) > max(2, max_items):
-                    del out[max(2, max_items):]
+        elif want_line and head and self.config.line_match_min_chars > 0:
+            # mid-line, more than closers after the cursor: an earlier line that goes on with the
+            # same text after it (a fresh user's `print(self.rec|, 'x done')` had no ghost text)
+            line = line_before_suffix(self._line_from_text(ctx_text, head, typed), suffix)
+        if line and line != head:
+            score = out[0].score - 1e-3 if out else 0.0
+            out.insert(1, Candidate(line, score, "line"))
+            if len(out) > max(2, max_items):
+                del out[max(2, max_items):]
         if self.speculate and out and out[0].kind != "line" and self._hidden is not None:
             self._spec_word = out[0].text
         return out

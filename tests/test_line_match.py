@@ -330,3 +330,22 @@ def test_the_network_s_line_stops_where_it_becomes_unlikely(pred, min_prob, min_
                                    min_joint_prob=min_joint)
     assert (line, complete) == (expected, True)
     assert kv.cached == [1, 2, 3]
+
+
+def test_mid_line_an_earlier_line_that_goes_on_with_the_text_after_the_cursor(pred):
+    """A fresh user's ``print(self.rec|, 'x done')`` (more than closers after the cursor) had no
+    ghost text although an earlier line reads ``print(self.records[0], 'x done')``: the earlier
+    line without the text after the cursor is offered; a line that does not end with that text
+    is not (it would come twice or out of place), nor is the network's guess there."""
+    from engine.continuation import line_before_suffix
+
+    assert line_before_suffix("records[0], 'x done')", ", 'x done')\n") == "records[0]"
+    assert line_before_suffix("records[0], 'y')", ", 'x done')") is None
+    assert line_before_suffix("records[0]", "") is None and line_before_suffix(None, ", 'x')") is None
+    assert line_before_suffix(", 'x')", ", 'x')") is None  # nothing before it
+    doc = "class R:\n    def f(self):\n        print(self.records[0], 'x done')\n        "
+    pred.reset()
+    items = pred.predict(doc + "print(self.rec", ", 'x done')\n", doc_id="file:///mid.py", max_items=5, want_line=True)
+    assert [c.text for c in items if c.kind == "line"] == ["records[0]"]
+    items = pred.predict(doc + "print(self.rec", ", 'y')\n", doc_id="file:///mid.py", max_items=5, want_line=True)
+    assert [c.text for c in items if c.kind == "line"] == []

@@ -320,6 +320,18 @@ def test_no_ghost_text_from_the_engine_at_a_word_start(server):
         assert [i["insertText"] for i in items] == want, (text, items)
 
 
+def test_ghost_text_mid_line_before_the_text_an_earlier_line_ends_with(server):
+    """``print(self.rec|, 'x done')`` after an earlier ``print(self.records[0], 'x done')``: the
+    item fills in ``records[0]`` over the word, and the text after the cursor stays as it is."""
+    uri = "file:///laya-protocol/midline.py"
+    doc = "class R:\n    def f(self):\n        print(self.records[0], 'x done')\n        print(self.rec, 'x done')\n"
+    server.open(uri, doc)
+    params = {**completion_params(3, 22, uri), "context": {"triggerKind": 2}}
+    (item,) = server.call("textDocument/inlineCompletion", params)["result"]["items"]
+    assert item["insertText"] == "records[0]"
+    assert item["range"] == {"start": {"line": 3, "character": 19}, "end": {"line": 3, "character": 22}}
+
+
 def test_no_ghost_text_glued_to_a_sign_the_document_spaces(server):
     """``x =|`` gave the ghost text ``json.`` (accepted: ``x =json.``) where the document writes
     ``x = json...``; after the blank and a letter it comes. Where the document glues the sign (``f(a,b)``), or
