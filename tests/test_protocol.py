@@ -332,6 +332,27 @@ def test_ghost_text_mid_line_before_the_text_an_earlier_line_ends_with(server):
     assert item["range"] == {"start": {"line": 3, "character": 19}, "end": {"line": 3, "character": 22}}
 
 
+def test_no_ghost_text_lengthening_a_word_the_document_has_whole(server):
+    """``return args|`` showed ``pec(self`` (``argspec(self``) where ``args`` was a name of its own
+    in the file: no ghost text there; where the typed word is not a whole word of the document
+    (``argsp``), or the line goes on with a sign (``json|`` + ``.loads``), it shows."""
+    from laya_lsp.inline import lengthens_a_whole_word
+
+    doc = ("import json\n\n\ndef argspec(self, args):\n    return argspec(self, args)\n\n\n"
+           "def f(args):\n    x = json.loads(args)\n    return ")
+
+    def ghost(n, typed):
+        uri = f"file:///laya-protocol/whole{n}.py"
+        server.open(uri, doc + typed)
+        params = {**completion_params(doc.count("\n"), len("    return " + typed), uri), "context": {"triggerKind": 2}}
+        return [i["insertText"] for i in server.call("textDocument/inlineCompletion", params)["result"]["items"]]
+
+    assert ghost(0, "args") == [] and ghost(1, "argsp") == ["argspec(self, args)"]
+    assert lengthens_a_whole_word("f(args)\nreturn args", "args", "argspec(self")
+    assert not lengthens_a_whole_word("x = json\ny = json", "json", "json.loads(x)")
+    assert not lengthens_a_whole_word("ab = 1\nc = a", "a", "ab") and not lengthens_a_whole_word("x", "", "xy")
+
+
 def test_no_ghost_text_glued_to_a_sign_the_document_spaces(server):
     """``x =|`` gave the ghost text ``json.`` (accepted: ``x =json.``) where the document writes
     ``x = json...``; after the blank and a letter it comes. Where the document glues the sign (``f(a,b)``), or
