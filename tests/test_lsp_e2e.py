@@ -297,7 +297,10 @@ async def test_positions_past_end_of_line_and_file(client: LanguageClient):
 async def test_inline_completion_is_the_line_candidate(client: LanguageClient):
     doc = Doc(client, "import os\n\n\ndef main(argv):\n    path = os.path.join(argv[0], 'x')\n")
     got = []
-    for keys in ("    return pa", "\n    print(pa", "\n    value = os.pa"):
+    # each probe's word is then typed out, as a user goes on: a fragment left behind (`return pa`)
+    # would be a whole word `pa` of the document, and ghost text never lengthens one
+    # (``laya_lsp.inline.lengthens_a_whole_word``)
+    for keys, rest in (("    return pa", "th"), ("\n    print(pa", "th)"), ("\n    value = os.pa", "th")):
         offset = doc.type(len(doc.text), keys)
         result = await client.text_document_inline_completion_async(types.InlineCompletionParams(
             context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Automatic),
@@ -317,6 +320,7 @@ async def test_inline_completion_is_the_line_candidate(client: LanguageClient):
         listed = await doc.complete(offset)
         check_items(doc, listed, offset)
         assert all(i.kind != types.CompletionItemKind.Text for i in listed.items)
+        doc.type(len(doc.text), rest)
     assert got, "no inline completion at any of the probes"
     doc.close()
 
