@@ -485,7 +485,8 @@ def test_utf16_ranges_and_cancelled_requests(utf16_session):
     assert ghost(got, "L-ghost") == ghost(got, "L-closed") == REST and not snap(got, "L-closed")["pum"], got["context"]
     tab = snap(got, "L-tab")
     assert tab["line"] == FULL and not tab["pum"], "the late answer opened the menu" + got["context"]
-    # and no ghost glued to the line's last `)` (it was `self.`: laya_lsp.inline.glued)
+    # and no ghost after the line's last `)` (it was `self.`; now none at a word start:
+    # laya_lsp.inline.LINE_NEEDS_WORD)
     assert tab["ghosts"] == [], got["context"]
     pasting = snap(got, "P-paste")
     assert pasting["line"] == START and pasting["ghosts"] == [], "a ghost with 'paste' on" + got["context"]
