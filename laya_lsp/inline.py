@@ -160,8 +160,14 @@ def lengthens_a_whole_word(prefix: str, word: str, line: str) -> bool:
     11,736 -> 11,490 (-2.1%), right among those shown 47.9% -> 50.3%."""
     if not word or not line[len(word):len(word) + 1].isalnum():
         return False
-    before = prefix[max(0, len(prefix) - len(word) - WHOLE_WORD_WINDOW):len(prefix) - len(word)]
-    return re.search(r"(?<!\w)" + re.escape(word) + r"(?!\w)", before) is not None
+    end = len(prefix) - len(word)
+    at = prefix.rfind(word, max(0, end - WHOLE_WORD_WINDOW), end)
+    while at >= 0:  # str.rfind and two checks: a regex over the window took ~0.6 ms a request
+        after = prefix[at + len(word):at + len(word) + 1]
+        if not (prefix[at - 1:at].isalnum() or prefix[at - 1:at] == "_") and not (after.isalnum() or after == "_"):
+            return True
+        at = prefix.rfind(word, max(0, end - WHOLE_WORD_WINDOW), at + len(word) - 1)
+    return False
 
 
 def _answer(params: types.InlineCompletionParams, ctx: CursorContext, text: str | None
