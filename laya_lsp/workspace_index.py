@@ -120,15 +120,23 @@ def count_in_child(files: WorkspaceFiles, tokenizer, stop: threading.Event):
     """
     mp = multiprocessing.get_context("spawn")
     results, child_end = mp.Pipe(duplex=False)
-    child = mp.Process(target=_count_and_send, name="laya-count", daemon=True,
-                       args=(child_end, files.texts, tokenizer, files.paths))
+    child_data, data = mp.Pipe(duplex=False)
+    child = mp.Process(target=_count_and_send, name="laya-count", daemon=True, args=(child_end, child_data))
     try:
         child.start()
     finally:
         child_end.close()
+        child_data.close()
         if child.pid is None:  # did not start
             results.close()
+            data.close()
     try:
+        try:  # the texts go through a pipe of their own, not ``Process``'s arguments (see the child)
+            data.send((files.texts, tokenizer, files.paths))
+        except OSError:
+            raise ChildFailed(f"the counting process ended with status {child.exitcode}") from None
+        finally:
+            data.close()
         while not results.poll(COUNT_POLL_S):
             if stop.is_set():
                 return None
@@ -152,10 +160,15 @@ class ChildFailed(RuntimeError):
     """The counting child process died, or its count raised."""
 
 
-def _count_and_send(results, texts, tokenizer, paths) -> None:
+def _count_and_send(results, data) -> None:
     """In the child: niced, ended with the server, stdin and stdout on the null device (nothing of
-    the server's is to be read or written here); count and send ``(True, counts)`` or ``(False,
-    traceback)``."""
+    the server's is to be read or written here); receive ``(texts, tokenizer, paths)`` from
+    ``data``, count and send ``(True, counts)`` or ``(False, traceback)`` on ``results``.
+
+    The texts come through ``data`` rather than as the process's arguments: ``spawn`` unpickles
+    those before any code of ours runs, so a server that exited while it was still sending them
+    left ``_pickle.UnpicklingError: pickle data was truncated`` and its traceback on the server's
+    stderr (the editor's log); here a pipe cut short ends the child quietly."""
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)
@@ -165,6 +178,11 @@ def _count_and_send(results, texts, tokenizer, paths) -> None:
     except (AttributeError, OSError):  # Windows, or not allowed
         pass
     threading.Thread(target=_exit_with_server, name="laya-parent-watch", daemon=True).start()
+    try:
+        texts, tokenizer, paths = data.recv()
+    except (EOFError, OSError):  # the server is gone (the length-prefixed message cut short)
+        os._exit(0)
+    data.close()
     try:
         out = (True, count_workspace(texts, tokenizer, paths))
     except BaseException:  # noqa: BLE001 - reported to the server, which logs it

@@ -535,3 +535,42 @@ def _running(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"  # not a zombie
     except (OSError, IndexError):
         return False
+
+
+EXIT_WHILE_SENDING = r"""
+import os, sys, threading, time, types
+from laya_lsp.workspace_index import count_in_child
+
+def children():
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1]) == os.getpid():
+                out.append(pid)
+        except OSError:
+            pass
+    return out
+
+def exit_once_the_child_runs():
+    while not children():
+        time.sleep(0.002)
+    time.sleep(0.05)
+    os._exit(0)  # as the server leaves after ``exit``, while the texts are still on their way
+
+threading.Thread(target=exit_once_the_child_runs, daemon=True).start()
+texts = ["def f(a):\n    return a.zq + 1\n" * 40_000] * 200  # ~250 MB: a send that takes a while
+count_in_child(types.SimpleNamespace(texts=texts, paths=[f"m{i}.py" for i in range(200)]), None,
+               threading.Event())
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
+def test_a_server_gone_while_its_texts_are_sent_leaves_no_traceback():
+    """The server exits while the counting child is still receiving the workspace's texts (an
+    editor closing right after opening a project): the child ends quietly, with nothing on the
+    stderr it shares with the server (the editor's log). It printed ``_pickle.UnpicklingError:
+    pickle data was truncated`` and its traceback when the texts were ``spawn``'s arguments."""
+    done = subprocess.run([sys.executable, "-c", EXIT_WHILE_SENDING], cwd=Path(__file__).resolve().parent.parent, capture_output=True,
+                          text=True, timeout=120)  # stderr's end: the child's end too
+    assert done.returncode == 0
+    assert "Traceback" not in done.stderr and "Error" not in done.stderr, done.stderr[-2000:]
