@@ -41,6 +41,7 @@ from mlx.utils import tree_flatten, tree_unflatten  # noqa: E402
 from . import corpus  # noqa: E402
 
 from engine import tokenizer as tok_mod
+from engine.languages import BY_NAME, Language  # noqa: E402
 from engine.model import Model, ModelArgs  # noqa: E402
 from engine.model_io import save_model_folder  # noqa: E402
 
@@ -507,6 +508,30 @@ def export(ckpt_dir: Path, out_dir: Path, bits: int = 6, group_size: int = 64,
         write_lexicon(Path(corpus_dir), Path(out_dir))
 
 
+def lexicon_texts(corpus_dir: Path, language: Language) -> list[str]:
+    """The training files of ``language`` that its corpus lexicon counts: every package's files in
+    path order, or, with ``language.lexicon_package_bytes``, of each package its files in a fixed
+    random order (seed 0) until that many characters are taken (the file that crosses the limit
+    included)."""
+    by_package: dict[str, list[str]] = {}
+    for _, package, f in corpus.iter_files(corpus_dir, "train", [language.name]):
+        by_package.setdefault(package, []).append(corpus.read_text(f))
+    cap = language.lexicon_package_bytes
+    texts: list[str] = []
+    for package in sorted(by_package):
+        files = by_package[package]
+        if cap is not None:
+            random.Random(0).shuffle(files)
+            taken = 0
+            for n, text in enumerate(files):
+                if taken >= cap:
+                    files = files[:n]
+                    break
+                taken += len(text)
+        texts.extend(files)
+    return texts
+
+
 def write_lexicon(corpus_dir: Path, out_dir: Path) -> None:
     """Count each language of the training split into ``out_dir/lexicon-<language>.npz``, and what
     its Python code imports from each module into ``out_dir/imports-python.json``
@@ -515,8 +540,8 @@ def write_lexicon(corpus_dir: Path, out_dir: Path) -> None:
     from engine.lexicon import CorpusLexicon
 
     tok = tok_mod.load_tokenizer(out_dir / "tokenizer.json")
-    for lang, texts in sorted(corpus.read_split_by_language(corpus_dir, "train").items()):
-        data = CorpusLexicon.build(texts, tok)
+    for lang in sorted(corpus.read_split_by_language(corpus_dir, "train")):
+        data = CorpusLexicon.build(lexicon_texts(corpus_dir, BY_NAME[lang]), tok)
         np.savez_compressed(out_dir / f"lexicon-{lang}.npz", **data)
         log.info("lexicon %s: %d identifiers, %d bigram and %d trigram contexts", lang, len(data["counts"]),
                  len(data["bi_offsets"]) - 1, len(data["tri_offsets"]) - 1)
