@@ -48,7 +48,7 @@ class Language:
     (JavaScript's ``$``: ``$el``, ``a$b``): right after one, a reserved word is an item only where
     the document already writes it after that sign (``$this``), never otherwise (``$else``)."""
 
-    lexicon_package_bytes: int | None = None
+    lexicon_package_chars: int | None = None
     """Most characters of one training package that the corpus lexicon (the candidate filter's
     n-gram counts, ``laya_tools.train.lexicon_texts``) counts, its files taken in a fixed random
     order; None: all. Where one package is most of a language's corpus (``effect`` was 81% of
@@ -83,13 +83,13 @@ JAVASCRIPT = Language(
     _kw("await break case catch class const continue debugger default delete do else export extends "
         "false finally for function if import in instanceof let new null return super switch this "
         "throw true try typeof undefined var void while with yield async of static get set"),
-    (".min.js",), name_signs="$", lexicon_package_bytes=1_000_000)
+    (".min.js",), name_signs="$", lexicon_package_chars=1_000_000)
 TYPESCRIPT = Language(
     "typescript", ("typescript", "typescriptreact"), (".ts", ".tsx", ".mts", ".cts"),
     JAVASCRIPT.keywords | _kw("abstract any as asserts boolean declare enum implements infer interface "
                               "is keyof module namespace never number object private protected public "
                               "readonly satisfies string symbol type unique unknown"),
-    (".d.ts", ".d.mts", ".d.cts"), name_signs="$", lexicon_package_bytes=3_000_000)
+    (".d.ts", ".d.mts", ".d.cts"), name_signs="$", lexicon_package_chars=3_000_000)
 GO = Language(
     "go", ("go",), (".go",),
     _kw("break case chan const continue default defer else fallthrough for func go goto if import "
@@ -97,7 +97,7 @@ GO = Language(
     # the 25 keywords (``nil``, ``true``, ``iota`` are predeclared names: a field may be one)
     not_after_dot=_kw("break case chan const continue default defer else fallthrough for func go goto "
                       "if import interface map package range return select struct switch type var"),
-    lexicon_package_bytes=1_500_000)
+    lexicon_package_chars=1_500_000)
 RUST = Language(
     "rust", ("rust",), (".rs",),
     _kw("as async await break const continue crate dyn else enum extern false fn for if impl in let "

@@ -510,13 +510,13 @@ def export(ckpt_dir: Path, out_dir: Path, bits: int = 6, group_size: int = 64,
 
 def lexicon_texts(corpus_dir: Path, language: Language) -> list[str]:
     """The training files of ``language`` that its corpus lexicon counts: every package's files in
-    path order, or, with ``language.lexicon_package_bytes``, of each package its files in a fixed
+    path order, or, with ``language.lexicon_package_chars``, of each package its files in a fixed
     random order (seed 0) until that many characters are taken (the file that crosses the limit
     included)."""
     by_package: dict[str, list[str]] = {}
     for _, package, f in corpus.iter_files(corpus_dir, "train", [language.name]):
         by_package.setdefault(package, []).append(corpus.read_text(f))
-    cap = language.lexicon_package_bytes
+    cap = language.lexicon_package_chars
     texts: list[str] = []
     for package in sorted(by_package):
         files = by_package[package]
@@ -540,7 +540,7 @@ def write_lexicon(corpus_dir: Path, out_dir: Path) -> None:
     from engine.lexicon import CorpusLexicon
 
     tok = tok_mod.load_tokenizer(out_dir / "tokenizer.json")
-    for lang in sorted(corpus.read_split_by_language(corpus_dir, "train")):
+    for lang in sorted({lang for lang, _, _ in corpus.iter_files(corpus_dir, "train")}):
         data = CorpusLexicon.build(lexicon_texts(corpus_dir, BY_NAME[lang]), tok)
         np.savez_compressed(out_dir / f"lexicon-{lang}.npz", **data)
         log.info("lexicon %s: %d identifiers, %d bigram and %d trigram contexts", lang, len(data["counts"]),

@@ -57,7 +57,7 @@ def test_iter_files_layout(tmp_path):
 
 
 def test_lexicon_texts_cap_each_package(tmp_path):
-    """A language with ``lexicon_package_bytes`` counts at most about that much of each training
+    """A language with ``lexicon_package_chars`` counts at most about that much of each training
     package (a fixed random choice of its files, the crossing file included); one without counts
     every file in path order."""
     from laya_tools.train import lexicon_texts
@@ -70,11 +70,11 @@ def test_lexicon_texts_cap_each_package(tmp_path):
     (tmp_path / "train" / "python" / "p").mkdir(parents=True)
     for i in range(3):
         (tmp_path / "train" / "python" / "p" / f"m{i}.py").write_text(f"x = {i}\n")
-    go = dataclasses.replace(BY_NAME["go"], lexicon_package_bytes=2_000)
+    go = dataclasses.replace(BY_NAME["go"], lexicon_package_chars=2_000)
     texts = lexicon_texts(tmp_path, go)
     from_big = [t for t in texts if t.startswith("package big")]
     assert len(from_big) == 3  # 2 under 2,000 characters, the 3rd crosses it
     assert len({t.split("//")[1][:3] for t in from_big}) == 3 and from_big != sorted(from_big)
     assert texts[-1] == "package small\n" and lexicon_texts(tmp_path, go) == texts  # the same each time
-    assert len(lexicon_texts(tmp_path, dataclasses.replace(go, lexicon_package_bytes=None))) == 41
+    assert len(lexicon_texts(tmp_path, dataclasses.replace(go, lexicon_package_chars=None))) == 41
     assert lexicon_texts(tmp_path, BY_NAME["python"]) == ["x = 0\n", "x = 1\n", "x = 2\n"]
