@@ -33,22 +33,31 @@ INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
               "params": {"processId": None, "rootUri": None, "capabilities": {}}}
 
 
-def test_initialize_is_answered_fast():
-    """The initialize result comes back < 1.5 s after the process starts (the engine loads lazily,
-    on its own thread)."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, env=ENV)
+def test_initialize_is_answered_before_the_model_is_ready(tmp_path):
+    """The initialize result goes out before the model has loaded (it loads on its own thread,
+    after the answer): in the server's own log (debug level), the line sending result 1 comes before "model
+    ready". An order, not a time, so a busy machine cannot fail it; the time to the answer and to
+    the first items is a benchmark's (``python -m laya_tools.bench_docs``), and the bound here only
+    catches a hang."""
+    log_file = tmp_path / "laya.log"
+    proc = subprocess.Popen([*SERVER, "--log-file", str(log_file), "--log-level", "debug"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=ENV)
     try:
         proc.stdin.write(frame(INITIALIZE))
         proc.stdin.flush()
         reply = read_frame(proc.stdout)
-        elapsed = time.perf_counter() - t0
+        deadline = time.monotonic() + 120
+        while "model ready" not in log_file.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
     finally:
         proc.kill()
         proc.wait()
     assert reply["id"] == 1 and "completionProvider" in reply["result"]["capabilities"]
-    assert elapsed < 1.5, f"initialize answered after {elapsed:.2f} s"
+    lines = log_file.read_text().splitlines()
+    answer = next((i for i, line in enumerate(lines) if 'Sending data: {"id": 1,' in line), None)
+    ready = next((i for i, line in enumerate(lines) if "model ready" in line), None)
+    assert answer is not None and ready is not None, "\n".join(lines[-20:])
+    assert answer < ready, "the initialize result waited for the model:\n" + "\n".join(lines[answer - 5:answer + 1])
 
 
 def test_stdout_carries_only_json_rpc(tmp_path):
