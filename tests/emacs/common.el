@@ -23,6 +23,13 @@
 (defun laya-check-budget ()
   (when (> (float-time) laya-deadline) (error "scenario ran past its budget (a hang?)")))
 
+;; Batch Emacs never reads events, so a file-notify event (lsp-mode's file watchers, once the
+;; server registered didChangeWatchedFiles: an edit creates the lock file `.#name') stays
+;; queued and lsp-mode never sees it; with one queued the process sentinel did not run either:
+;; after `lsp-workspace-restart' the old server was gone but lsp-mode never learned it and never
+;; started the new one (2026-12-03, every run of a repro; a `read-event' in the loop, or
+;; `create-lockfiles' nil, and it restarts; an interactive `emacs -nw' under a pty restarts).
+;; A scenario that edits and then restarts and never sees the new server stalls so.
 (defun laya-wait (pred &optional secs)
   "Run timers and process output until PRED is non-nil or SECS (default 30) pass; PRED's value."
   (let ((deadline (+ (float-time) (or secs 30))) v)
