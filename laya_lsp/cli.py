@@ -90,8 +90,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def _check_bind(host: str, port: int) -> None:
     """Raise ``OSError`` now if ``host:port`` cannot be listened on (in use, no such address).
 
-    pygls's ``start_tcp`` binds inside ``asyncio.run`` and logs nothing we can wait for, so the
-    bind is tried here first: "serving on" is logged only once it has succeeded.
+    The server binds inside ``asyncio.run``, where an error would come out as a traceback, so the
+    bind is tried here first, for a clear message; "serving on" is logged once the server listens
+    (``tcp.start_tcp``'s ``on_listening``), so a client may connect as soon as it reads it.
     """
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     family, kind, proto, _, address = infos[0]
@@ -189,10 +190,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.tcp:
             _check_bind(args.host, args.port)
-            log.info("laya-lsp %s serving on %s:%d", __version__, args.host, args.port)
             from .tcp import start_tcp
 
-            start_tcp(server, args.host, args.port)  # one session at a time (pygls's: any number)
+            start_tcp(server, args.host, args.port,  # one session at a time (pygls's: any number)
+                      on_listening=lambda: log.info("laya-lsp %s serving on %s:%d", __version__, args.host, args.port))
         else:
             rpc_in, rpc_out = _claim_stdio()
             log.debug("laya-lsp %s serving on stdio", __version__)

@@ -54,22 +54,27 @@ def configure(level: str = "info", log_file: str | None = None, stdio: bool = Fa
         if not isinstance(h, LspLogHandler):
             root.removeHandler(h)
     root.addHandler(handler)
-    rpc = logging.getLogger("pygls.protocol.json_rpc")
-    if not any(isinstance(f, _ClientErrorsAsWarnings) for f in rpc.filters):
-        rpc.addFilter(_ClientErrorsAsWarnings())
+    for name in ("pygls.protocol.json_rpc", "laya_lsp.stdio", "laya_lsp.tcp"):  # the last two: the read loops'
+        rpc = logging.getLogger(name)
+        if not any(isinstance(f, _ClientErrorsAsWarnings) for f in rpc.filters):
+            rpc.addFilter(_ClientErrorsAsWarnings())
     set_level(level)
 
 
 class _ClientErrorsAsWarnings(logging.Filter):
     """pygls logs every exception of a handler with its traceback at ERROR, the client's own
     mistakes included (an unknown ``workspace/executeCommand``: -32602): those become one
-    WARNING line, so an editor does not show a client error as a server error."""
+    WARNING line, so an editor does not show a client error as a server error. So does a body
+    that is not JSON (the client is answered -32700; over TCP, where no ``window/logMessage``
+    forwarder takes the ERROR record, its traceback went to stderr)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        import json
+
         from pygls.exceptions import JsonRpcInvalidParams, JsonRpcMethodNotFound
 
         exc = record.exc_info[1] if record.exc_info else None
-        if isinstance(exc, (JsonRpcInvalidParams, JsonRpcMethodNotFound)):
+        if isinstance(exc, (JsonRpcInvalidParams, JsonRpcMethodNotFound, json.JSONDecodeError)):
             record.levelno, record.levelname = logging.WARNING, "WARNING"
             record.msg, record.args, record.exc_info, record.exc_text = f"client error: {exc}", (), None, None
         return True

@@ -54,10 +54,13 @@ guarantees (JSON-RPC 2.0 and LSP 3.17):
   a repeated `initialized`, a `didChange` to a document that is not open, and a
   `$/cancelRequest` naming a request the server sent, are ignored
   any field the client adds is only a field (one named `jsonrpc` too)
-  over TCP (--tcp) one session at a time: a second connection meanwhile is closed
+  over TCP (--tcp) one session at a time: a second connection meanwhile is closed;
+  the server ends with the session's connection, but one that closes before sending
+  a byte (a port probe) is no session; "serving on" is logged once it listens
   nothing is sent to the client before the `initialize` answer
 exit status:
-  0  `exit` after `shutdown`; stdin closed; the client's processId is gone
+  0  `exit` after `shutdown`; stdin or the TCP session's connection closed; the
+     client's processId is gone
   1  `exit` without `shutdown`; --check failed; the TCP port cannot be bound
   2  a command-line usage error (an unknown flag, a bad --port, a log file that cannot be written)
 """

@@ -6,7 +6,9 @@ session over. The new socket became the writer, so the first editor's answers we
 and the lifecycle state went back to uninitialized, so the first editor's next requests were
 refused with -32002 on the other socket while it waited forever. Here a connection made while
 another is being served is closed at once (a warning in the log) and the session goes on. As with
-pygls, the server ends when the session's connection ends. Header lines are read as on stdio
+pygls, the server ends when the session's connection ends; but a connection that ends before it
+sent a byte (a port probe, ``nc -z``, a readiness check) is no session: the server goes on
+listening (it ended there before). Header lines are read as on stdio
 (:func:`.stdio.canonical_header`: ``content-length:`` in any case and spacing).
 """
 
@@ -29,6 +31,8 @@ class StreamReader:
 
     def __init__(self, stream: asyncio.StreamReader) -> None:
         self.stream = stream
+        self.received = False
+        """Whether the connection has carried a byte."""
 
     async def readline(self) -> bytes:
         """One header line (b"" at end of input); a Content-Length header in any spelling comes
@@ -41,6 +45,7 @@ class StreamReader:
         except ConnectionError as e:  # reset by the peer (an editor killed): the end of the session
             log.info("the connection was lost: %s", e)
             return b""
+        self.received = self.received or bool(line)
         return canonical_header(line)
 
     async def readexactly(self, n: int) -> bytes:
@@ -54,8 +59,10 @@ class StreamReader:
             return b""
 
 
-def start_tcp(server, host: str, port: int) -> None:
+def start_tcp(server, host: str, port: int, on_listening=None) -> None:
     """Serve ``server`` (a pygls ``LanguageServer``) on ``host:port`` until its session ends.
+
+    ``on_listening()``, if given, is called once the socket listens (a client may connect then).
 
     Raises:
         OSError: the address cannot be bound.
@@ -72,16 +79,26 @@ def start_tcp(server, host: str, port: int) -> None:
             return
         serving.append(peer)
         log.debug("connected to %s", peer)
+        stream = StreamReader(reader)
+        probe = False
         try:
             server.protocol.set_writer(writer)
-            await run_async(stop_event=stop_event, reader=StreamReader(reader), protocol=server.protocol,
+            await run_async(stop_event=stop_event, reader=stream, protocol=server.protocol,
                             logger=log, error_handler=server.report_server_error)
-            log.debug("the session of %s ended", peer)
-        finally:  # however it ended: else the server, refusing every new connection, ran on forever
-            server.shutdown()
+            probe = not stream.received and not stop_event.is_set()
+            log.log(logging.INFO if probe else logging.DEBUG, "the connection of %s ended%s", peer,
+                    " before it sent anything: still listening" if probe else "")
+        finally:  # however else it ended: else the server, refusing every new connection, ran on forever
+            if probe:
+                serving.clear()
+                writer.close()
+            else:
+                server.shutdown()
 
     async def serve() -> None:
         server._server = await asyncio.start_server(connection, host, port, limit=LINE_LIMIT)
+        if on_listening is not None:
+            on_listening()
         async with server._server:
             await server._server.serve_forever()
 

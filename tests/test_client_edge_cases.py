@@ -277,3 +277,76 @@ def test_gitignore_wildcards_of_several_segments_count_together(tmp_path: Path):
     deep.mkdir(parents=True)
     (deep / "kept.py").write_text("kept_identifier = 1\n")
     _walk_keeps_only_the_kept_file(tmp_path)
+
+
+def test_a_tcp_port_probe_does_not_end_the_server():
+    """A connection that closes before sending a byte (``nc -z``, a readiness check) ended the
+    server, so the editor that came next was refused. The server goes on listening, serves the
+    next session, and still ends with it."""
+    import socket
+    import subprocess
+    import time
+
+    port = _free_port()
+    proc = _tcp_server(port)
+    try:
+        deadline = time.monotonic() + 30
+        probes = 0
+        while probes < 3:  # probes: connected, closed, nothing sent (the first as soon as it listens)
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=30).close()
+                probes += 1
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None, "the server never listened"
+                time.sleep(0.05)
+        time.sleep(0.5)  # the last probe's end reaches the server (a connection meanwhile is refused)
+        client = _tcp_client(port)
+        client.initialize()
+        uri = "file:///tmp/laya-probe-tcp.py"
+        client.open(uri, "handler_function = 1\nhandler_f")
+        client.complete_until(uri, 1, 9, "handler_function")
+        assert proc.poll() is None
+        client.sock.shutdown(socket.SHUT_RDWR)  # the editor's end of the connection
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("the server ran on after its session's connection closed") from None
+        client.kill()
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_tcp_serving_on_means_listening_and_bad_json_is_one_warning():
+    """"serving on" was logged after a test bind, before the socket listened: a client connecting
+    as soon as it read the line was refused. A body that is not JSON is answered -32700 and
+    logged as one warning line, not an ERROR with a traceback on stderr (as over stdio)."""
+    import json
+    import socket
+    import subprocess
+
+    from tests.lsp_raw import ENV, SERVER
+
+    port = _free_port()
+    proc = subprocess.Popen(SERVER + ["--tcp", "--host", "127.0.0.1", "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV)
+    try:
+        while b"serving on" not in (line := proc.stderr.readline()):
+            assert line, "the server ended without serving"
+        sock = socket.create_connection(("127.0.0.1", port), timeout=30)  # at once: no retry
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "processId": None, "rootUri": None, "capabilities": {}}}).encode()
+        sock.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body + b"Content-Length: 3\r\n\r\n{{{")
+        got = b""
+        while b"-32700" not in got:
+            chunk = sock.recv(65536)
+            assert chunk, got
+            got += chunk
+        sock.close()
+        proc.wait(timeout=20)
+        err = proc.stderr.read().decode()
+        assert "Traceback" not in err and "ERROR" not in err, err
+        assert "WARNING" in err and "client error" in err, err
+    finally:
+        proc.kill()
+        proc.wait()
