@@ -96,6 +96,15 @@ def start_tcp(server, host: str, port: int, on_listening=None) -> None:
                 server.shutdown()
 
     async def serve() -> None:
+        loop = asyncio.get_running_loop()
+
+        def quiet_after_the_session(loop, context) -> None:
+            # the session's end cancels the handlers still waiting (``initialized`` waits for the
+            # model), and pygls reads their cancelled futures in a callback: not an error then
+            if not (stop_event.is_set() and isinstance(context.get("exception"), asyncio.CancelledError)):
+                loop.default_exception_handler(context)
+
+        loop.set_exception_handler(quiet_after_the_session)
         server._server = await asyncio.start_server(connection, host, port, limit=LINE_LIMIT)
         if on_listening is not None:
             on_listening()
