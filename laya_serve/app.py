@@ -290,6 +290,22 @@ def make_app(bridge: EngineBridge, generator: Generator, config: ServiceConfig |
     return app
 
 
+class ClientErrorsAsWarnings(logging.Filter):
+    """aiohttp logs a request it could not parse (a bad ``Content-Length``, a header line over 8 KB)
+    or a body it could not decode (``Content-Encoding: gzip`` on text) at ERROR with a traceback,
+    although the client got its 400: those become one WARNING line (any local process could fill
+    the log with tracebacks otherwise). Installed on the ``aiohttp.server`` logger by
+    :func:`start_site`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, (HttpProcessingError, web.RequestPayloadError)):
+            detail = " ".join(str(getattr(exc, "message", None) or exc).split())[:200]
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.msg, record.args, record.exc_info, record.exc_text = f"client error: {detail}", (), None, None
+        return True
+
+
 def base_url(host: str, port: int) -> str:
     """``http://host:port``, an IPv6 host in brackets."""
     return f"http://{f'[{host}]' if ':' in host else host}:{port}"
@@ -307,6 +323,9 @@ async def start_site(app: web.Application, host: str, port: int) -> tuple[web.Ap
     # lingering_time: after an answer sent before its body was read (408, 413), aiohttp reads and
     # drops the rest for this long before closing, so that the client gets the answer (10 s by
     # default: a stalled client's connection stayed open that long after its 408)
+    server_log = logging.getLogger("aiohttp.server")
+    if not any(isinstance(f, ClientErrorsAsWarnings) for f in server_log.filters):
+        server_log.addFilter(ClientErrorsAsWarnings())
     runner = web.AppRunner(app, access_log=None, handle_signals=False, handler_cancellation=True,
                            lingering_time=LINGER_S)
     await runner.setup()
