@@ -88,7 +88,8 @@ def start_tcp(server, host: str, port: int, on_listening=None) -> None:
             probe = not stream.received and not stop_event.is_set()
             log.log(logging.INFO if probe else logging.DEBUG, "the connection of %s ended%s", peer,
                     " before it sent anything: still listening" if probe else "")
-        finally:  # however else it ended: else the server, refusing every new connection, ran on forever
+        finally:  # any other end (the session's, an error): else the server, refusing every new
+            # connection, ran on forever
             if probe:
                 serving.clear()
                 writer.close()

@@ -318,14 +318,14 @@ async def start_site(app: web.Application, host: str, port: int) -> tuple[web.Ap
     Raises:
         OSError: the address cannot be listened on (the runner is cleaned up first).
     """
+    server_log = logging.getLogger("aiohttp.server")
+    if not any(isinstance(f, ClientErrorsAsWarnings) for f in server_log.filters):
+        server_log.addFilter(ClientErrorsAsWarnings())
     # handler_cancellation: a client that hangs up cancels its handler, and so its engine job
     # (``await_job``: dropped while queued, stopped between tokens while running)
     # lingering_time: after an answer sent before its body was read (408, 413), aiohttp reads and
     # drops the rest for this long before closing, so that the client gets the answer (10 s by
     # default: a stalled client's connection stayed open that long after its 408)
-    server_log = logging.getLogger("aiohttp.server")
-    if not any(isinstance(f, ClientErrorsAsWarnings) for f in server_log.filters):
-        server_log.addFilter(ClientErrorsAsWarnings())
     runner = web.AppRunner(app, access_log=None, handle_signals=False, handler_cancellation=True,
                            lingering_time=LINGER_S)
     await runner.setup()
