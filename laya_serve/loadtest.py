@@ -26,8 +26,12 @@ from urllib.parse import urlsplit
 DEFAULT_FILE = Path(__file__).resolve().parent.parent / "engine" / "predictor.py"
 
 
-def start_server(extra: list[str] | None = None, timeout: float = 120.0) -> tuple[subprocess.Popen, str]:
-    """Start ``laya serve --port 0`` and return the process and its base URL (after the bind)."""
+def start_server(extra: list[str] | None = None, timeout: float = 120.0,
+                 log: list[str] | None = None) -> tuple[subprocess.Popen, str]:
+    """Start ``laya serve --port 0`` and return the process and its base URL (after the bind).
+
+    ``log``, if given, gets the server's stderr lines after the bind as they come (complete once
+    the process has been waited for: the reading thread is ``proc.log_reader``)."""
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     proc = subprocess.Popen([sys.executable, "-m", "laya_tools.cli", "serve", "--port", "0", *(extra or [])],
                             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env,
@@ -41,15 +45,17 @@ def start_server(extra: list[str] | None = None, timeout: float = 120.0) -> tupl
         lines.append(line)
         m = re.search(r"serving on (http://\S+)", line)
         if m:
-            threading.Thread(target=_drain, args=(proc.stderr,), daemon=True).start()
+            proc.log_reader = threading.Thread(target=_drain, args=(proc.stderr, log), daemon=True)
+            proc.log_reader.start()
             return proc, m.group(1)
     proc.kill()
     raise RuntimeError("laya serve did not start:\n" + "".join(lines[-20:]))
 
 
-def _drain(f) -> None:
-    for _ in f:
-        pass
+def _drain(f, into: list[str] | None) -> None:
+    for line in f:
+        if into is not None:
+            into.append(line)
 
 
 def _client(url: str, text: str, start: int, step: int, user: str, stop_at: float, budget: list,

@@ -129,13 +129,14 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _tcp_server(port: int):
+def _tcp_server(port: int, stderr=None):
+    """``laya-lsp --tcp`` on ``port``; its stderr to ``stderr`` (a ``subprocess`` target; default: dropped)."""
     import subprocess
 
     from tests.lsp_raw import ENV, SERVER
 
     return subprocess.Popen(SERVER + ["--tcp", "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
+                            stdout=subprocess.DEVNULL, stderr=stderr or subprocess.DEVNULL, env=ENV)
 
 
 def _tcp_client(port: int):
@@ -327,11 +328,8 @@ def test_tcp_serving_on_means_listening_and_bad_json_is_one_warning():
     import socket
     import subprocess
 
-    from tests.lsp_raw import ENV, SERVER
-
     port = _free_port()
-    proc = subprocess.Popen(SERVER + ["--tcp", "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV)
+    proc = _tcp_server(port, stderr=subprocess.PIPE)
     try:
         while b"serving on" not in (line := proc.stderr.readline()):
             assert line, "the server ended without serving"

@@ -315,28 +315,22 @@ def test_malformed_requests_are_one_warning_line_not_tracebacks():
     """A request aiohttp cannot parse (a negative ``Content-Length``, a header line over 8 KB) or a
     body it cannot decode (``Content-Encoding: gzip`` on text) is answered 400, but was logged at
     ERROR with a traceback each (five for these three): any local process could fill the log."""
-    import os
-    import re
-    import subprocess
-    import sys
-
-    proc = subprocess.Popen([sys.executable, "-m", "laya_tools.cli", "serve", "--port", "0"],
-                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
-                            env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    log: list[str] = []
+    proc, url = start_server(log=log)
     try:
-        while not (m := re.search(r"serving on http://([^:/]+):(\d+)", line := proc.stderr.readline())):
-            assert line, "laya serve did not start"
-        where = (m.group(1), int(m.group(2)))
+        u = urlsplit(url)
         body = b'{"prompt": "x"}'
         for data in (b"POST /complete HTTP/1.1\r\nHost: localhost\r\nContent-Encoding: gzip\r\n"
                      b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body,
                      b"POST /complete HTTP/1.1\r\nHost: localhost\r\nContent-Length: -1\r\n\r\n",
                      b"POST /complete HTTP/1.1\r\nHost: localhost\r\nX-A: " + b"a" * 9000 + b"\r\n\r\n"):
-            assert b" 400 " in raw_request(where, data).split(b"\r\n", 1)[0]
+            assert b" 400 " in raw_request((u.hostname, u.port), data).split(b"\r\n", 1)[0]
         proc.terminate()
-        err = proc.communicate(timeout=30)[1]
+        proc.wait(30)
+        proc.log_reader.join(30)
     finally:
         proc.kill()
         proc.wait()
+    err = "".join(log)
     assert "Traceback" not in err and " ERROR " not in err, err
     assert err.count("client error") == 3, err
