@@ -103,11 +103,15 @@ class NumbaBackend(NumpyBackend):
             config: the model folder's ``config.json``.
 
         Raises:
-            ValueError: a matrix the step needs is not quantized, or the group size does not divide it.
+            ValueError: a matrix the step needs is not quantized, its quantization group is not a
+                multiple of 8 inputs (the kernels take 4 or 8 code rows per pass; mlx-lm's are 32, 64
+                or 128), or the head size is not a multiple of 4.
         """
         super().__init__(args, weights, capacity, config)
         self._k = kernels.load()
         h, kvh, hd = self.h, self.kvh, self.hd
+        if hd % 4:
+            raise ValueError(f"the numba backend needs a head size that is a multiple of 4, not {hd}")
         half = hd // 2
         perm = np.empty(hd, np.int64)
         perm[0::2] = np.arange(half)
@@ -128,8 +132,16 @@ class NumbaBackend(NumpyBackend):
                 raise ValueError(f"the numba backend needs quantized weights; {e} is not quantized") from e
             ln1.append(weights[p + "input_layernorm.weight"].astype(np.float32))
             ln2.append(weights[p + "post_attention_layernorm.weight"].astype(np.float32))
+        for w in (*qkv, *o, *gu, *dn):
+            n_in, ng = w.codes.shape[1], w.scales.shape[1]
+            if ng == 0 or n_in % ng or (n_in // ng) % 8:
+                raise ValueError(f"the numba backend needs groups of a multiple of 8 inputs; a matrix has "
+                                 f"{n_in} inputs in {ng} groups")
         self._q = (np.stack(ln1), *_stack(qkv), *_stack(o), np.stack(ln2), *_stack(gu), *_stack(dn))
         head = quant.get("model.embed_tokens.weight")
+        if head is not None and (head.scales.shape[1] == 0 or head.codes.shape[1] % head.scales.shape[1]
+                                 or (head.codes.shape[1] // head.scales.shape[1]) % 8):
+            head = None  # the LM head on the float rows instead
         self.head = head.transposed() if head is not None else None
         self._cos = np.ascontiguousarray(self.rot.real, dtype=np.float32)
         self._sin = np.ascontiguousarray(self.rot.imag, dtype=np.float32)

@@ -102,3 +102,20 @@ def test_swap_keeps_both_caches(pair, ids):
 def test_unknown_backend_is_named():
     with pytest.raises(ValueError, match="numba"):
         make_backend(DEFAULT_MODEL_DIR, "tpu", 8)
+
+
+def test_groups_the_kernels_cannot_take_are_refused_by_name():
+    """The kernels take 8 code rows per pass: a model quantized in groups of 4 inputs (the same
+    weights, each scale repeated) is refused with a clear error, not computed wrong."""
+    from engine.backend_numba import NumbaBackend, QuantWeights
+    from engine.backends import dequantized_numpy_weights
+
+    codes: dict = {}
+    args, config, weights = dequantized_numpy_weights(DEFAULT_MODEL_DIR, codes)
+    NumbaBackend(args, weights, codes, 8, config)  # as shipped (groups of 64): fine
+    name = "model.layers.2.mlp.down_proj.weight"
+    w = codes[name]
+    g = w.codes.shape[1] // w.scales.shape[1]
+    codes[name] = QuantWeights(w.codes, np.repeat(w.scales, g // 4, axis=1), np.repeat(w.biases, g // 4, axis=1))
+    with pytest.raises(ValueError, match="multiple of 8 inputs"):
+        NumbaBackend(args, weights, codes, 8, config)
