@@ -1,4 +1,5 @@
-"""Giving freed heap memory back to the operating system.
+"""Giving freed heap memory back to the operating system, and keeping the loaded objects out of
+the garbage collector's way.
 
 Loading the model, a language's lexicon or the workspace index allocates and frees tens of
 megabytes of temporaries (decoded weights, parsed JSON, sorted arrays). glibc's ``malloc`` keeps
@@ -12,6 +13,8 @@ have no such call.
 from __future__ import annotations
 
 import ctypes
+import gc
+import os
 import sys
 
 _trim = None  # glibc's malloc_trim, looked up once; False when there is none
@@ -31,3 +34,33 @@ def release_free_heap() -> bool:
             except (OSError, AttributeError):  # not glibc
                 pass
     return bool(_trim(0)) if _trim else False
+
+
+GC_FREEZE = os.environ.get("LAYA_GC_FREEZE", "1") != "0"
+"""Whether :func:`freeze_loaded_objects` freezes (``LAYA_GC_FREEZE=0``: off, for side-by-side
+benchmarks)."""
+
+
+def freeze_loaded_objects() -> bool:
+    """Collect the garbage there is now, then move every live object into the collector's
+    permanent generation (``gc.freeze``, Python 3.7+), so that later collections never walk them.
+
+    Why: CPython's cyclic garbage collector walks every tracked object in a full (generation 2)
+    collection, which runs now and then on whichever thread allocates at that moment, a request's
+    too. After a load the server holds tens of thousands of long-lived objects (the tokenizer's
+    and lexicons' tables, the parsed model config, pygls's and cattrs's classes): a full
+    collection took 5.4 ms in process after ``Predictor.load`` and ``warmup`` (33,564 objects) and
+    20.9 ms inside the language server, whose round trips it lands on (2026-12-03, 2-core
+    x86_64). Frozen, they cost it nothing (0.00 ms). Frozen objects are still freed by reference
+    counting when the last reference goes; only a reference cycle among them is kept until exit,
+    so call this after loads of things kept for the session (the model, a language's lexicon,
+    the workspace index), in a pause. The collection itself takes as long as one full collection.
+
+    Returns:
+        True if it froze (False with ``LAYA_GC_FREEZE=0``).
+    """
+    if not GC_FREEZE:
+        return False
+    gc.collect()
+    gc.freeze()
+    return True

@@ -52,7 +52,7 @@ from .types import Candidate
 from .continuation import (MAX_WORD_TOKENS, continue_line, fit_to_suffix, line_before, line_before_suffix,
                            line_from_document, line_from_workspace, line_is_open)
 from .kv_sync import KVSync
-from .memory import release_free_heap
+from .memory import freeze_loaded_objects, release_free_heap
 from .scoring import with_neural_cache
 from .window_cache import CHUNK_TOKENS
 from .workspace_counts import WorkspaceCounts, count_workspace
@@ -271,6 +271,7 @@ class Predictor:
             return True
         if self._trim_heap:  # a lexicon or a workspace index was loaded: give its temporaries back
             self._trim_heap = False
+            freeze_loaded_objects()  # and keep what it keeps out of the collector's walks
             release_free_heap()
             return True
         if self.kv.pending is not None and not self.kv.pending.done:
@@ -380,7 +381,8 @@ class Predictor:
         for i in range(len(text) - 12, len(text) + 1):
             self.predict(text[:i], want_line=True)
         self.reset()
-        release_free_heap()  # the load's temporaries (``engine.memory``)
+        freeze_loaded_objects()  # the model's objects stay for the session (``engine.memory``)
+        release_free_heap()  # the load's temporaries
         self._trim_heap = False
 
     # ----------------------------------------------------------------- state

@@ -42,3 +42,29 @@ def test_the_predictor_trims_after_a_new_language_in_a_pause():
     while p.idle_step():
         pass
     assert not p._trim_heap
+
+
+def test_loaded_objects_are_frozen_out_of_the_collectors_walks():
+    """After the warm-up and after a language's lexicon comes in (in a pause), the objects alive
+    are in the collector's permanent generation, so no full collection walks them during a
+    keystroke (``engine.memory.freeze_loaded_objects``)."""
+    import gc
+
+    from engine.predictor import Predictor
+
+    gc.unfreeze()
+    try:
+        p = Predictor.load()
+        assert gc.get_freeze_count() == 0
+        p.warmup()
+        after_load = gc.get_freeze_count()
+        assert after_load > 10_000  # the model's, the tokenizer's and the test process's objects
+        gc.unfreeze()
+        p.observe_document("file:///a.rs", "fn main() {\n    let v = Vec::new();\n}\n", "rust")
+        p.predict("fn main() {\n    let v = Vec::ne", doc_id="file:///a.rs")
+        assert gc.get_freeze_count() == 0
+        while p.idle_step():
+            pass
+        assert gc.get_freeze_count() > 10_000  # the Rust lexicon came in: frozen in the pause
+    finally:
+        gc.unfreeze()
