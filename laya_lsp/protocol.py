@@ -10,6 +10,7 @@ this file and run those tests.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -71,6 +72,9 @@ _HELD_MAX = 1000
 
 UNINITIALIZED, INITIALIZING, RUNNING, SHUT_DOWN = "uninitialized", "initializing", "running", "shut down"
 _TICKETED = (types.TEXT_DOCUMENT_COMPLETION, types.TEXT_DOCUMENT_INLINE_COMPLETION)
+ANSWERING_MAX_S = 1.0
+"""A completion request read longer ago than this no longer holds back background work
+(:meth:`LayaProtocol.answering`)."""
 
 
 class LspWorkspace(Workspace):
@@ -181,6 +185,25 @@ class LayaProtocol(LanguageServerProtocol):
         self._held: list[Any] = []
         self._notification_keys: list[str] = []
         self._initialized_seen = False
+        self._answering: dict[Any, float] = {}  # completion requests read and not yet answered
+
+    def answering(self) -> bool:
+        """Whether a completion (or inline completion) request has been read and not yet
+        answered: from the moment it is read off the wire until its answer is written, the whole
+        time the event loop works on it, not only its engine job. Background work that holds the
+        GIL (counting a document) waits meanwhile (``LayaServer._yield_to_requests``). A request
+        read over :data:`ANSWERING_MAX_S` ago no longer counts (a bound, should one ever go
+        unanswered). Called from the counting thread."""
+        if not self._answering:
+            return False
+        oldest = time.monotonic() - ANSWERING_MAX_S
+        live = False
+        for msg_id, t in list(self._answering.items()):  # one C call: safe beside the loop's changes
+            if t < oldest:
+                self._answering.pop(msg_id, None)
+            else:
+                live = True
+        return live
 
     def set_writer(self, writer, include_headers: bool = True):
         """A new connection (TCP serves one after another) starts a new session."""
@@ -404,6 +427,7 @@ class LayaProtocol(LanguageServerProtocol):
         ticket here keeps the order the client sent: an edit after the request makes it stale.
         """
         if method_name in _TICKETED:
+            self._answering[msg_id] = time.monotonic()
             uri = getattr(getattr(params, "text_document", None), "uri", None)
             if uri is not None:
                 arrival_ticket.set(self._server.sequencer.ticket(uri, method_name))
@@ -429,7 +453,10 @@ class LayaProtocol(LanguageServerProtocol):
             log.error("request %r failed: %s", msg_id, error.message)
             error = types.ResponseError(code=error.code,
                                         message="internal error in laya-lsp (details in its log)")
-        super()._send_response(msg_id, result, error)
+        try:
+            super()._send_response(msg_id, result, error)
+        finally:
+            self._answering.pop(msg_id, None)
         if self.state == INITIALIZING and msg_id == self._initialize_id:
             self.state = RUNNING if error is None else UNINITIALIZED
             held, self._held = self._held, []

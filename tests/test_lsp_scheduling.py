@@ -188,3 +188,39 @@ def test_named_clients_need_no_open_document():
     other = seq.ticket("editor-2", COMPLETION)
     second = seq.ticket("editor-1", COMPLETION)
     assert not seq.is_current(first) and seq.is_current(second) and seq.is_current(other)
+
+
+def _wait_until(condition, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{condition} stayed false"
+        time.sleep(0.002)
+
+
+def test_a_document_count_waits_for_a_completion_being_answered_not_only_its_engine_job():
+    """From the moment a completion request is read until its answer is written, background
+    counting yields (``LayaServer._yield_to_requests``), also while the request is not on the
+    engine thread (here: its debounce); once answered, counting goes on at once."""
+    from tests.lsp_raw import InProcessServer
+
+    server = InProcessServer()
+    try:
+        server.initialize(options={"debounceMs": 400})
+        uri = "file:///w/a.py"
+        server.open(uri, "import os\nos.pa")
+        assert "result" in server.complete(uri, 1, 5)  # the model loaded and the document counted
+        _wait_until(lambda: not server.ls.bridge.busy() and not server.ls.protocol.answering())
+        msg_id = server.request("textDocument/completion", {
+            "textDocument": {"uri": uri}, "position": {"line": 1, "character": 5}})
+        _wait_until(server.ls.protocol.answering)
+        assert not server.ls.bridge.busy()  # in its debounce: nothing on the engine thread
+        t = time.monotonic()
+        server.ls._yield_to_requests()  # the counting thread's pause
+        assert time.monotonic() - t >= 0.04  # it waited (up to MAX_COUNTING_PAUSE_S, 50 ms)
+        assert "result" in server.wait_for(msg_id)
+        _wait_until(lambda: not server.ls.protocol.answering())  # the answer's write has returned
+        t = time.monotonic()
+        server.ls._yield_to_requests()
+        assert time.monotonic() - t < 0.02
+    finally:
+        server.close()
