@@ -300,9 +300,19 @@ def test_a_tcp_port_probe_does_not_end_the_server():
             except OSError:
                 assert time.monotonic() < deadline and proc.poll() is None, "the server never listened"
                 time.sleep(0.05)
-        time.sleep(0.5)  # the last probe's end reaches the server (a connection meanwhile is refused)
-        client = _tcp_client(port)
-        client.initialize()
+        while True:  # a connection before the last probe's end reaches the server is closed by it
+            client = _tcp_client(port)
+            msg_id = client.request("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
+            until = time.monotonic() + 30
+            while not client.answers(msg_id) and client._reader.is_alive() and time.monotonic() < until:
+                time.sleep(0.01)
+            if client.answers(msg_id):
+                break
+            client.kill()
+            assert time.monotonic() < deadline and proc.poll() is None, "no session after the probes"
+            time.sleep(0.1)
+        assert "result" in client.answers(msg_id)[0]
+        client.notify("initialized", {})
         uri = "file:///tmp/laya-probe-tcp.py"
         client.open(uri, "handler_function = 1\nhandler_f")
         client.complete_until(uri, 1, 9, "handler_function")

@@ -209,7 +209,7 @@ COMPANY = r"""
 ;; popup's
 (laya-command #'laya-fresh-line)
 (laya-result 'company-ghost (laya-type-ghost "START"))
-(laya-idle (+ company-idle-delay 0.3))
+(laya-idle-until (lambda () company-candidates))
 (laya-result 'company-popup (and company-candidates t))
 (laya-result 'company-ghost-after-popup (laya-ghost))
 (laya-result 'company-ret (symbol-name (key-binding (kbd "RET") t)))

@@ -260,10 +260,11 @@ def test_typing_with_company_as_you_type(tmp_path):
 (setq-local company-minimum-prefix-length 1)
 (goto-char (point-max))
 (laya-type "x = json.l")
-(laya-idle 1)
+(laya-idle-until (lambda () company-candidates))
 (laya-result 'popup (and company-candidates (vconcat (mapcar #'substring-no-properties company-candidates))))
 (laya-type "o")
-(laya-idle 1)
+(laya-idle-until (lambda () (and company-candidates
+                                 (cl-every (lambda (c) (string-prefix-p "lo" c)) company-candidates))))
 (laya-result 'popup-o (and company-candidates (vconcat (mapcar #'substring-no-properties company-candidates))))
 (let ((i (cl-position "loads" company-candidates :test #'string=)))
   (laya-result 'index i)

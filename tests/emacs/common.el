@@ -40,13 +40,20 @@
 
 (defun laya-idle (secs)
   "Let SECS pass with timers (the clients' idle didChange and completion timers too) running."
-  (let ((deadline (+ (float-time) secs)))
-    (while (< (float-time) deadline)
+  (laya-idle-until #'ignore secs))
+
+(defun laya-idle-until (pred &optional secs)
+  "As `laya-idle', until PRED is non-nil or SECS (default 10) pass; PRED's value. For what an
+idle client does in its own time (company's popup): a fixed wait was too short on a loaded machine."
+  (let ((deadline (+ (float-time) (or secs 10))) v)
+    (while (and (not (setq v (funcall pred))) (< (float-time) deadline))
+      (laya-check-budget)
       (accept-process-output nil 0.05)
       ;; batch Emacs is never idle: run the idle timers that are due, as an idle Emacs would
       (dolist (timer (copy-sequence timer-idle-list))
         (when (and (timerp timer) (not (timer--triggered timer)))
-          (timer-event-handler timer))))))
+          (timer-event-handler timer))))
+    v))
 
 (defun laya-line () (buffer-substring-no-properties (line-beginning-position) (line-end-position)))
 (defun laya-text () (buffer-substring-no-properties (point-min) (point-max)))
