@@ -40,6 +40,12 @@ class RawServer:
         self._reader.start()
 
     def _read(self) -> None:
+        try:
+            self._read_messages()
+        except ConnectionError:  # a TCP server that reset the connection: as the end of its output
+            return
+
+    def _read_messages(self) -> None:
         out = self._out
         while True:
             length = None
