@@ -104,8 +104,8 @@ class NumbaBackend(NumpyBackend):
 
         Raises:
             ValueError: a matrix the step needs is not quantized, its quantization group is not a
-                multiple of 8 inputs (the kernels take 4 or 8 code rows per pass; mlx-lm's are 32, 64
-                or 128), or the head size is not a multiple of 4.
+                multiple of 8 inputs (the batched products take 8 code rows per pass; mlx-lm's are 32,
+                64 or 128), or the head size is not a multiple of 4.
         """
         super().__init__(args, weights, capacity, config)
         self._k = kernels.load()
@@ -139,9 +139,6 @@ class NumbaBackend(NumpyBackend):
                                  f"{n_in} inputs in {ng} groups")
         self._q = (np.stack(ln1), *_stack(qkv), *_stack(o), np.stack(ln2), *_stack(gu), *_stack(dn))
         head = quant.get("model.embed_tokens.weight")
-        if head is not None and (head.scales.shape[1] == 0 or head.codes.shape[1] % head.scales.shape[1]
-                                 or (head.codes.shape[1] // head.scales.shape[1]) % 8):
-            head = None  # the LM head on the float rows instead
         self.head = head.transposed() if head is not None else None
         self._cos = np.ascontiguousarray(self.rot.real, dtype=np.float32)
         self._sin = np.ascontiguousarray(self.rot.imag, dtype=np.float32)

@@ -15,15 +15,16 @@ import numpy as np
 @numba.njit(fastmath=True, cache=True, nogil=True)
 def _qgemv(codes_t, scales_t, biases_t, x, out):
     """``out = dequant(codes, scales, biases) @ x``, all stored transposed: ``codes_t (n_in, n_out)``
-    uint8, ``scales_t/biases_t (n_in / group, n_out)`` float32, ``x (n_in,)`` float32; the group
-    size a multiple of 4.
+    uint8, ``scales_t/biases_t (n_in / group, n_out)`` float32, ``x (n_in,)`` float32.
 
     Transposed, the inner loop is an axpy over outputs (no horizontal reduction), which LLVM turns
     into 8-wide FMAs on AVX2: ~2-3x faster than the row-dot form on this CPU (12 vs 23-35 us for
-    1024x256). Four code rows per pass: each accumulator is loaded and stored once per four
-    products instead of once per product (2026-12-03, 2-core AMD EPYC, AVX2, JIT, median of 1000
-    calls: 256x768 13.0 -> 9.9 us, 256x1024 17.0 -> 13.2 us, 512x256 8.8 -> 7.3 us; eight rows
-    measured in between).
+    1024x256). Two or four code rows per pass (as :func:`_qgemm` takes eight) were faster with the
+    codes in cache and slower without: one step's 16 products and the LM head 0.252 -> 0.206 /
+    0.197 ms warm, 0.316 -> 0.347 / 0.353 ms after 24 MB of other reads (2026-12-03, JIT, median
+    of 300); ``laya bench --kernels``, which runs the float32 and MLX options in between, measured
+    0.255 -> 0.370 ms, and in-process decisions did not move. A keystroke's step seldom finds the
+    codes warm, so it stays one row per pass.
     """
     n_in, n_out = codes_t.shape
     ng = scales_t.shape[0]
@@ -35,15 +36,11 @@ def _qgemv(codes_t, scales_t, biases_t, x, out):
         for o in range(n_out):
             acc[o] = 0.0
         xs = np.float32(0.0)
-        for i in range(g * gs, (g + 1) * gs, 4):
-            x0 = x[i]
-            x1 = x[i + 1]
-            x2 = x[i + 2]
-            x3 = x[i + 3]
-            xs += x0 + x1 + x2 + x3
+        for i in range(g * gs, (g + 1) * gs):
+            xi = x[i]
+            xs += xi
             for o in range(n_out):
-                acc[o] += (np.float32(codes_t[i, o]) * x0 + np.float32(codes_t[i + 1, o]) * x1
-                           + np.float32(codes_t[i + 2, o]) * x2 + np.float32(codes_t[i + 3, o]) * x3)
+                acc[o] += np.float32(codes_t[i, o]) * xi
         for o in range(n_out):
             out[o] += scales_t[g, o] * acc[o] + biases_t[g, o] * xs
 
@@ -198,7 +195,9 @@ def _qgemm(codes_t, scales_t, biases_t, x, out):
     One row at a time this ran at ~14 GMAC/s whatever ``L`` (no faster per token than ``L``
     single steps); eight: 256x768 at 18 tokens 266 -> 114 us, 512x256 158 -> 73 us, 256x1024 336
     -> 177 us (2026-12-03, 2-core AMD EPYC, AVX2, JIT, median of 300 calls; four rows: 131, 83,
-    175 us)."""
+    175 us). Unlike :func:`_qgemv`'s, the gain holds with cold caches: a step's 16 products for 3
+    tokens 0.72 -> 0.57 ms and for 18 tokens 3.54 -> 1.96 ms after 24 MB of other reads (0.66 ->
+    0.45 and 3.41 -> 1.78 ms warm)."""
     n_in, n_out = codes_t.shape
     L = x.shape[0]
     ng = scales_t.shape[0]
