@@ -176,6 +176,7 @@ def main(a) -> int:
         from engine.model_io import DEFAULT_MODEL_DIR
 
         results["kernels"] = bench_kernels.main(a.model or DEFAULT_MODEL_DIR)
+        results["kernels_batched"] = bench_kernels.batched(a.model or DEFAULT_MODEL_DIR)
     names = [n.strip() for n in a.backends.split(",") if n.strip()]
     predictors = {}
     for name in names:

@@ -14,7 +14,9 @@ interleaved round by round (so background load hits all alike); missing packages
   dequantized matrices picks its own scales, hence its max|diff|).
 
 Prints per-step time (median/p90/p99 over rounds), bytes streamed and the max abs difference from
-the float32 products.
+the float32 products. Then the same 16 products for several new tokens at once (a word's end: 3;
+the short window after a jump: 18), where the numba backend runs ``_qgemm`` (each code row
+converted once for all tokens) and the NumPy backend an OpenBLAS ``sgemm``.
 """
 
 from __future__ import annotations
@@ -182,6 +184,42 @@ def main(folder, rounds: int = 300, warmup: int = 30) -> dict:
         print(f"{name:12s} {nbytes / 1e6:6.2f} {np.median(s):7.3f}ms {np.percentile(s, 90):7.3f} "
               f"{np.percentile(s, 99):7.3f} {np.median(hh):7.3f}ms {ratio:6.2f}x {err[name]:10.2e}")
         out[name] = {"bytes": nbytes, "step_ms": _pcts(s), "head_ms": _pcts(hh), "max_abs_diff": err[name]}
+    return out
+
+
+def batched(folder, rounds: int = 200, warmup: int = 20, sizes=(3, 18)) -> dict:
+    """Time the step's 16 products for ``sizes`` new tokens at once: numba's ``_qgemm`` on the
+    codes against NumPy's float32 ``sgemm``, interleaved round by round; prints and returns ms."""
+    _, mats, _ = _matrices(folder)
+    try:
+        from engine.kernels_numba import _qgemm
+    except ImportError as e:
+        print(f"  batched products: skipped ({e.name} not installed)")
+        return {}
+    rng = np.random.default_rng(0)
+    ts = [q.transposed() for _, _, q in mats]
+    ws = [np.ascontiguousarray(w.T) for _, w, _ in mats]
+    xs = {L: [rng.standard_normal((L, w.shape[1])).astype(np.float32) for _, w, _ in mats] for L in sizes}
+    outs = {L: [np.empty((L, t[0].shape[1]), np.float32) for t in ts] for L in sizes}
+    times = {(name, L): [] for name in ("numpy-f32", "numba-u8") for L in sizes}
+    for r in range(warmup + rounds):
+        for L in sizes:
+            t = time.perf_counter()
+            for x, w in zip(xs[L], ws):
+                x @ w
+            t1 = time.perf_counter()
+            for x, q, o in zip(xs[L], ts, outs[L]):
+                _qgemm(*q, x, o)
+            t2 = time.perf_counter()
+            if r >= warmup:
+                times[("numpy-f32", L)].append(t1 - t)
+                times[("numba-u8", L)].append(t2 - t1)
+    print(f"the same 16 products for several new tokens at once, {rounds} interleaved rounds (ms, median / p90 / p99)")
+    out = {}
+    for (name, L), v in times.items():
+        a = np.asarray(v) * 1e3
+        print(f"{name:12s} {L:3d} tokens {np.median(a):7.3f} {np.percentile(a, 90):7.3f} {np.percentile(a, 99):7.3f}")
+        out[f"{name} x{L}"] = _pcts(a)
     return out
 
 
