@@ -209,6 +209,7 @@ class LayaProtocol(LanguageServerProtocol):
         """A new connection (TCP serves one after another) starts a new session."""
         super().set_writer(writer, include_headers)
         self.state, self._shutdown, self._held = UNINITIALIZED, False, []
+        self._answering = {}
         self._initialized_seen = False
 
     # --- reading: strict typing ------------------------------------------------------------
