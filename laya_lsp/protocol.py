@@ -51,6 +51,8 @@ guarantees (JSON-RPC 2.0 and LSP 3.17):
                                  paths) go to stderr or --log-file, never to the client
     -32700 ParseError (id null)  a body that is not JSON
   a stale, past-the-end or not-open request answers an empty list, not an error
+  (stale: an edit of its document, or a newer request of the same method for it,
+  came after it; completion and inline completion do not make each other stale)
   notifications before `initialize` and after `shutdown` are ignored (except `exit`)
   a repeated `initialized`, a `didChange` to a document that is not open, and a
   `$/cancelRequest` naming a request the server sent, are ignored
