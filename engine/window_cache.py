@@ -49,8 +49,9 @@ CHUNK_TOKENS = 8
 longest a request that arrives during idle work waits (16 tokens: ~2.3 ms; a 512-token window
 takes ~64 calls, ~0.1 s of idle time)."""
 
-STORE_BYTES = 32 << 20
-"""Memory for stored windows (each costs the backend's whole KV cache: ~4.9 MB for 528 tokens)."""
+STORE_BYTES = _env_int("LAYA_STORE_MB", 32) << 20
+"""Memory for stored windows (each costs the backend's whole KV cache: ~4.9 MB for 528 tokens)
+(``LAYA_STORE_MB``: for side-by-side comparisons)."""
 
 
 def common_prefix(a: list[int], b: list[int]) -> int:
