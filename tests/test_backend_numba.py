@@ -105,7 +105,7 @@ def test_unknown_backend_is_named():
 
 
 def test_groups_the_kernels_cannot_take_are_refused_by_name():
-    """The kernels take 8 code rows per pass: a model quantized in groups of 4 inputs (the same
+    """The batched products take 8 code rows per pass: a model quantized in groups of 4 inputs (the same
     weights, each scale repeated) is refused with a clear error, not computed wrong."""
     from engine.backend_numba import NumbaBackend, QuantWeights
     from engine.backends import dequantized_numpy_weights
