@@ -37,8 +37,8 @@ STEP_MAX = int(os.environ.get("LAYA_STEP_MAX", "24"))
 """Up to this many new tokens run through the compiled kernels; more go through NumPy's float32
 prefill (``LAYA_STEP_MAX``: for side-by-side comparisons). In process, NumPy's prefill of 18
 tokens is about as fast (2.5-3.5 ms), but inside the server it took 10-40 ms now and then (traced
-per decision; not the garbage collector, not fresh KV pages; the compiled kernels hold the GIL
-throughout). The cause is the GIL: each BLAS call releases it and must win it back from any other
+per decision; not the garbage collector, not fresh KV pages; the compiled kernels take the GIL
+back once per call, not once per BLAS call). The cause is the GIL: each BLAS call releases it and must win it back from any other
 busy Python thread (a convoy); in process, a 48-token NumPy prefill measured 4.2 ms at the median
 alone and 13-41 ms beside a thread parsing JSON in a loop (2026-12-02; the workspace counting, which
 was such a thread in the server, now runs in a child process). Through the server, 64 here instead

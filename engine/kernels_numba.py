@@ -298,7 +298,19 @@ def build_aot(out_dir, module_name: str) -> None:
     import warnings
 
     warnings.simplefilter("ignore")  # pycc is pending deprecation in numba; it still works
+    import numba.pycc.compiler as pycc_compiler
     from numba.pycc import CC
+
+    class _ReleaseGilFlags(pycc_compiler.Flags):
+        """pycc has no ``nogil`` option; the wrappers it writes release the GIL around the call
+        when the compile flags say so (numba's ``release_gil``, what ``nogil=True`` sets for the
+        JIT)."""
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.release_gil = True
+
+    pycc_compiler.Flags = _ReleaseGilFlags  # this build process only (a child of the server)
 
     cc = CC(module_name)
     cc.output_dir = str(out_dir)

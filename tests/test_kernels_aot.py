@@ -61,6 +61,45 @@ def test_aot_kernels_match_the_jit_without_numba_in_the_process(cache):
     assert a.argmax() == b.argmax()
 
 
+GIL_PROBE = """
+import json, sys, threading, time
+import numpy as np
+from engine import kernels
+from engine.backends import make_backend
+from engine.model_io import DEFAULT_MODEL_DIR
+b = make_backend(DEFAULT_MODEL_DIR, "numba", 256)
+x = b.emb[np.arange(5, 29)].astype(np.float32)
+hs = np.empty((len(x), b.d), np.float32)
+args = (x, 0, *b._q, b.norm, b.kT, b.v, b._cos, b._sin, b.h, b.kvh, b._eps, hs)
+b._k.steps(*args)  # the backend's batched call (24 new tokens), as NumbaBackend.forward makes it
+sys.setswitchinterval(1.0)  # a thread waiting for the GIL would wait past the end of the loop
+seen = []
+def other():  # runs Python only while the kernels do not hold the GIL
+    while len(seen) < 2:
+        seen.append(time.perf_counter())
+        time.sleep(0.001)
+t = threading.Thread(target=other)
+t0 = time.perf_counter()
+t.start()
+for _ in range(50):
+    b._k.steps(*args)  # kernel calls only: no NumPy call in between that would release the GIL
+t1 = time.perf_counter()
+t.join()
+print(json.dumps({"source": kernels.source(), "other": [x - t0 for x in seen], "kernels_s": t1 - t0}))
+"""
+
+
+def test_aot_kernels_release_the_gil(cache):
+    """The server's other threads (the event loop reading the next request) run while a kernel
+    does: pycc has no ``nogil``, so the build sets numba's ``release_gil`` itself. Held, with the
+    switch interval at 1 s, the other thread would not run before the kernels end."""
+    env, _ = cache
+    out = json.loads(subprocess.run([sys.executable, "-c", GIL_PROBE], env=env, capture_output=True, text=True,
+                                    check=True, timeout=120).stdout)
+    assert out["source"] == "aot"
+    assert len(out["other"]) == 2 and out["other"][1] < out["kernels_s"], out
+
+
 def test_a_broken_build_falls_back_to_the_jit(tmp_path, monkeypatch):
     """A damaged module in the cache is logged and skipped, never an error for the user."""
     monkeypatch.setenv("LAYA_CACHE_DIR", str(tmp_path))
