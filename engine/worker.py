@@ -25,10 +25,11 @@ IDLE_AFTER_S = 0.03
 
 SWITCH_INTERVAL_S = 0.0005
 """CPython's thread switch interval for a process that serves requests through an engine thread
-(CPython's default is 5 ms). The engine thread's idle prefill calls the AOT kernels, which hold
-the GIL, in a tight loop; with 5 ms each GIL hand-off of a request waited up to 5 ms (keystrokes
-30 ms apart: 6.8 ms median round trip, against 3.5 ms with 0.5 ms; ``bench_jumps`` side by side).
-``LAYA_SWITCH_INTERVAL_MS`` overrides it (for such comparisons)."""
+(CPython's default is 5 ms). The engine thread's idle prefill runs Python between its kernel
+calls in a tight loop; with 5 ms each GIL hand-off of a request waited up to 5 ms (keystrokes
+30 ms apart: 6.8 ms median round trip, against 3.5 ms with 0.5 ms; ``bench_jumps`` side by side,
+when the ahead-of-time kernels still held the GIL during the calls; they release it since
+2026-12-03). ``LAYA_SWITCH_INTERVAL_MS`` overrides it (for such comparisons)."""
 
 
 def set_switch_interval() -> None:
@@ -57,6 +58,15 @@ def set_idle(fn: Callable[[], bool] | None) -> None:
         engine.idle = fn
 
 
+def idle_at_once() -> None:
+    """From a job: start the idle steps right after it, without waiting :data:`IDLE_AFTER_S`
+    first (a job queued after a quiet time of its own, such as a prefetch after an edit: its
+    prefill should use the pause that is left, not lose another 30 ms of it)."""
+    engine = getattr(_local, "engine", None)
+    if engine is not None:
+        engine.skip_quiet = True
+
+
 def current_stop() -> threading.Event | None:
     """The ``stop`` event of the job running on this thread (None outside a job)."""
     job = getattr(_local, "job", None)
@@ -82,6 +92,8 @@ class EngineThread:
         False (the predictor's ``advance``: the full window behind a short one). A job that comes
         meanwhile waits for at most one step; a burst of requests (a fast typist, a benchmark)
         is never slowed by it."""
+        self.skip_quiet = False
+        """Set by :func:`idle_at_once`: the next wait for a job before the idle steps is 0."""
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -101,7 +113,8 @@ class EngineThread:
         """The next job; while none comes, the idle steps (the first after ``IDLE_AFTER_S`` of quiet)."""
         if self.idle is None:
             return self._q.get()
-        wait = IDLE_AFTER_S
+        wait = 0 if self.skip_quiet else IDLE_AFTER_S
+        self.skip_quiet = False
         while True:
             try:
                 return self._q.get(timeout=wait) if wait else self._q.get_nowait()

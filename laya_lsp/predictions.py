@@ -162,4 +162,13 @@ def _prefetch(ls: LayaServer, uri: str) -> None:
         return  # loading; or a model without idle steps (the prose model), which never prefetches
     ctx = cursor_context(doc, cursor)
     if ctx is not None:
-        ls.bridge.submit_background(predictor.prefetch, ctx.prefix, uri)
+        ls.bridge.submit_background(_prefetch_job, predictor, ctx.prefix, uri)
+
+
+def _prefetch_job(predictor: Any, prefix: str, uri: str) -> None:
+    """Engine thread: note the context to prefetch; its idle steps start at once (the edit was
+    followed by ``PREFETCH_AFTER_S`` of quiet already)."""
+    from engine.worker import idle_at_once
+
+    predictor.prefetch(prefix, uri)
+    idle_at_once()
