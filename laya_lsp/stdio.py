@@ -148,6 +148,8 @@ def start_io(server, stdin: BinaryIO | None = None, stdout: BinaryIO | None = No
         server.start_io(stdin, stdout)
         return
     server._stop_event = Event()  # what pygls's shutdown() sets to end the loop
+    if hasattr(server, "input_fd"):
+        server.input_fd = stdin.fileno()  # a document count waits while a message waits there
     server.protocol.set_writer(ExitOnClosedWriter(stdout or sys.stdout.buffer, server))
     try:
         asyncio.run(run_async(stop_event=server._stop_event, reader=PipeReader(stdin),

@@ -224,3 +224,58 @@ def test_a_document_count_waits_for_a_completion_being_answered_not_only_its_eng
         assert time.monotonic() - t < 0.02
     finally:
         server.close()
+
+
+def test_a_document_count_waits_while_the_next_message_waits_to_be_read():
+    """Bytes waiting in the server's input (``LayaServer.input_fd``, stdin as a pipe) make a
+    count pause too, so the event loop reads them without sharing the GIL with the count."""
+    import os
+
+    from laya_lsp.server import LayaServer
+
+    ls = LayaServer()
+    r, w = os.pipe()
+    try:
+        ls.input_fd = r
+        t = time.monotonic()
+        ls._yield_to_requests()
+        assert time.monotonic() - t < 0.02  # nothing waiting: no pause
+        os.write(w, b"Content-Length: 2\r\n\r\n{}")
+        t = time.monotonic()
+        ls._yield_to_requests()
+        assert time.monotonic() - t >= 0.04  # it waited (up to MAX_COUNTING_PAUSE_S, 50 ms)
+        os.read(r, 1 << 16)  # the event loop read it
+        t = time.monotonic()
+        ls._yield_to_requests()
+        assert time.monotonic() - t < 0.02
+        os.close(r)  # a closed descriptor is no reason to wait
+        r = None
+        t = time.monotonic()
+        ls._yield_to_requests()
+        assert time.monotonic() - t < 0.02
+    finally:
+        os.close(w)
+        if r is not None:
+            os.close(r)
+        ls.bridge.shutdown()
+
+
+def test_a_job_can_start_the_idle_steps_at_once(monkeypatch):
+    """``idle_at_once``: the idle steps after such a job (a prefetch, itself queued after a quiet
+    time) start without the quiet time that follows other jobs (``IDLE_AFTER_S``)."""
+    from engine import worker
+
+    monkeypatch.setattr(worker, "IDLE_AFTER_S", 3.0)
+    e = EngineThread(name="test-idle")
+    steps = []
+    try:
+        e.submit(worker.set_idle, lambda: steps.append(time.monotonic()) and False).future.result(5)
+        e.submit(lambda: None).future.result(5)
+        time.sleep(0.3)
+        assert steps == []  # a plain job: the idle steps wait for the quiet time
+        t = time.monotonic()
+        e.submit(worker.idle_at_once).future.result(5)
+        _wait_until(lambda: steps)
+        assert steps[0] - t < 1.0
+    finally:
+        e.shutdown()
