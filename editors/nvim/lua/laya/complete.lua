@@ -13,10 +13,16 @@
 -- again, and until the answer comes Neovim filters the list it has. So the cursor and the line are
 -- noted per request when it is sent, and taken as the list's when that request's answer arrives
 -- (a cancelled request's note is dropped: its answer is not shown).
+--
+-- The rest is deleted with <Del> keys typed into the same insert (not with an API call after it),
+-- so that the deletion is part of the insert: `.` repeats it (`self.|le`, `.` gives `self.class`,
+-- not `self.classle`) and one `u` undoes the whole completion.
 
 local api = vim.api
 
 local M = {}
+
+local DEL = api.nvim_replace_termcodes('<Del>', true, false, true)
 
 ---@class laya.complete.Note
 ---@field row integer 1-based cursor row when the request was sent
@@ -94,7 +100,9 @@ function M.attach(client, bufnr)
       if not rest or rest == '' or api.nvim_get_current_line():sub(col + 1, col + #rest) ~= rest then
         return
       end
-      api.nvim_buf_set_text(0, row - 1, col, row - 1, col + #rest, { '' })
+      -- one <Del> per character (a base character with its composing ones), not per byte; 'n':
+      -- no mapping of <Del> applies; 'i': before any key typed after the accepting one
+      api.nvim_feedkeys(DEL:rep(vim.fn.strchars(rest, true)), 'ni', false)
     end,
   })
 end
