@@ -132,6 +132,49 @@ def test_dot_repeats_an_insert_that_accepted_an_item(tmp_path):
     assert_clean(got)
 
 
+
+def test_dot_repeats_an_accept_inside_a_word(tmp_path):
+    """``self.|le``, ``i``, ``s``, then ``<C-n><C-y>``: the item replaces the whole word (``laya.complete``
+    deletes ``le`` after it). The deletion is part of the insert, so ``.`` on the next line's
+    ``self.|le`` gives the same line; it was an API call after the insert, and ``.`` replayed only
+    the item's text: ``self.scalele``."""
+    text = PY + "        a = self.le\n        b = self.le\n"
+    keys = [{"input": "G", "gap_ms": 200}, {"input": "k$h", "gap_ms": 200}, {"input": "i", "gap_ms": 200},
+            *typed("s", 1500), {"input": "<C-n>", "gap_ms": 300}, {"input": "<C-y>", "gap_ms": 300},
+            {"input": "<Esc>", "gap_ms": 300}, {"input": "j$h", "gap_ms": 300}, {"input": ".", "gap_ms": 1000}]
+    got = run_session(tmp_path, {"reader.py": text}, keys)
+    menu = next(s for s in got["snaps"] if s["input"] == "s")
+    assert menu["line"] == "        a = self.sle" and menu["words"], got["context"]
+    item = menu["words"][0]  # what <C-n> selected
+    assert got["lines"][-2:] == ["        a = self." + item, "        b = self." + item], got["context"]
+    assert_clean(got)
+
+
+def test_accepting_inside_a_word_from_the_list_shown_while_the_next_is_asked_for(tmp_path, monkeypatch):
+    """``self.s|le``: the list comes, each item replacing ``sle``. Typing ``c`` asks again (the list
+    is incomplete); until that answer comes (``debounceMs`` 400 here; on a loaded machine any slow
+    answer), Neovim filters the list it has by ``sc``, and ``<C-n><C-y>`` accepts from it. The
+    rest to delete is the accepted item's, measured from its request's cursor (``le``): the
+    cursor of the newest request, ``sc|le``, with the old item's range end left ``l`` to delete,
+    giving ``self.scalee``."""
+    setup = test_editor_edge_cases.readme_setup
+    monkeypatch.setattr(test_editor_edge_cases, "readme_setup", lambda text: setup(text) + (
+        "\nvim.lsp.config('laya', { init_options = { debounceMs = 400 } })\n"))
+    keys = [{"input": "Go"}, *typed("        y = self.le"), {"input": "<Left><Left>", "gap_ms": 300},
+            *typed("s", 1500),                       # asked at self.s|le; its list shows
+            {"input": "c", "gap_ms": 60},            # asked again at self.sc|le, answered 400 ms later
+            {"input": "<C-n>", "gap_ms": 60},        # the first list, filtered by `sc`
+            {"input": "<C-y>", "gap_ms": 1500}, {"input": "<Esc>", "gap_ms": 300}]
+    got = run_session(tmp_path, {"reader.py": PY}, keys)
+    sel = next(s for s in got["snaps"] if s["input"] == "<C-n>")
+    assert sel["pum"] and sel["words"] and sel["words"][0].startswith("sc"), got["context"]
+    # both requests went out on the line (at s|le, then at sc|le)
+    asked = [m for m in got["sent"] if m.get("method") == "textDocument/completion"
+             and m["params"]["position"]["line"] == len(PY.splitlines())]
+    assert len(asked) >= 2, got["context"]
+    assert got["lines"][-1] == "        y = self." + sel["words"][0], got["context"]
+    assert_clean(got)
+
 def test_crlf_set_by_the_user(tmp_path):
     line = "        y = self.sc"
     keys = [{"input": ":set ff=dos<CR>", "gap_ms": 300}, {"input": ":w<CR>", "gap_ms": 500},
