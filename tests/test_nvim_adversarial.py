@@ -175,6 +175,34 @@ def test_accepting_inside_a_word_from_the_list_shown_while_the_next_is_asked_for
     assert got["lines"][-1] == "        y = self." + sel["words"][0], got["context"]
     assert_clean(got)
 
+
+def test_accepting_inside_a_word_after_cjk_and_emoji_in_utf16(tmp_path, monkeypatch):
+    """The client offering only UTF-16: the range's end is in UTF-16 units to the server and in
+    bytes to Neovim, and the rest after the cursor is deleted with one ``<Del>`` per character.
+    Accepting inside ``sle`` after CJK and an emoji, with and without text after the word."""
+    setup = test_editor_edge_cases.readme_setup
+    monkeypatch.setattr(test_editor_edge_cases, "readme_setup", lambda text: setup(text) + (
+        "\nvim.lsp.config('laya', { capabilities = { general = { positionEncodings = { 'utf-16' } } } })\n"))
+    cases = [  # (typed, characters back, the text around the identifier)
+        ("        s = 'é中😀' + self.sle", 2, ("        s = 'é中😀' + self.", "")),
+        ("        t = '한😀' + self.sle + 'é'", 8, ("        t = '한😀' + self.", " + 'é'")),
+    ]
+    keys = [{"input": "G"}]
+    for line, back, _ in cases:
+        keys += [{"input": "o"}, *typed(line), {"input": "<Left>" * back, "gap_ms": 400},
+                 {"input": "c", "gap_ms": 800}, {"input": "<C-n>", "gap_ms": 300},
+                 {"input": "<C-y>", "gap_ms": 300}, {"input": "<Esc>"}]
+    got = run_session(tmp_path, {"reader.py": PY}, keys)
+    assert {m["result"]["capabilities"]["positionEncoding"] for m in got["received"]
+            if isinstance(m.get("result"), dict) and "capabilities" in m["result"]} == {"utf-16"}
+    menus = [got["snaps"][i - 1] for i, s in enumerate(got["snaps"]) if s["input"] == "<C-n>"]
+    assert len(menus) == len(cases), got["context"]
+    for (_, _, (head, tail)), menu, line in zip(cases, menus, got["lines"][-len(cases):]):
+        assert menu["pum"] and menu["words"] and menu["line"] == head + "scle" + tail, got["context"]
+        assert line == head + menu["words"][0] + tail, got["context"]
+    assert_server_has_the_buffers(got)
+    assert "[ERROR]" not in got["lsp_log"] and not re.search(r"E\d{3,4}:", got["messages"]), got["context"]
+
 def test_crlf_set_by_the_user(tmp_path):
     line = "        y = self.sc"
     keys = [{"input": ":set ff=dos<CR>", "gap_ms": 300}, {"input": ":w<CR>", "gap_ms": 500},
