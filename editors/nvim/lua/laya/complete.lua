@@ -46,8 +46,6 @@ local function rest_of_word(asked, range, encoding)
   return asked.line:sub(asked.col + 1, stop_col)
 end
 
-M._rest_of_word = rest_of_word -- for tests
-
 --- Make an item accepted inside an identifier in `bufnr` replace the identifier's rest too.
 ---@param client vim.lsp.Client the laya client
 ---@param bufnr integer
