@@ -12,7 +12,9 @@
 -- The list on screen may be older than the last request: typing on while the menu is open asks
 -- again, and until the answer comes Neovim filters the list it has. So the cursor and the line are
 -- noted per request when it is sent, and taken as the list's when that request's answer arrives
--- (a cancelled request's note is dropped: its answer is not shown).
+-- (a cancelled request's note is dropped: Neovim shows no answer to it, except one already on
+-- its way; that item's range then mostly does not end at an identifier's end in the note's line,
+-- and nothing is deleted).
 --
 -- The rest is deleted with <Del> keys typed into the same insert (not with an API call after it),
 -- so that the deletion is part of the insert: `.` repeats it (`self.|le`, `.` gives `self.class`,
@@ -43,7 +45,14 @@ local function rest_of_word(asked, range, encoding)
   if not ok then
     return nil
   end
-  return asked.line:sub(asked.col + 1, stop_col)
+  local rest = asked.line:sub(asked.col + 1, stop_col)
+  -- the range must end where an identifier of that line ends: if it does not, the note is not the
+  -- list's (an answer Neovim showed although it had cancelled the request), and nothing is deleted
+  if rest ~= '' and (vim.fn.match(asked.line:sub(1, stop_col), [[\k$]]) < 0
+      or vim.fn.match(asked.line:sub(stop_col + 1), [[^\k]]) == 0) then
+    return nil
+  end
+  return rest
 end
 
 --- Make an item accepted inside an identifier in `bufnr` replace the identifier's rest too.
@@ -95,7 +104,8 @@ function M.attach(client, bufnr)
         return
       end
       local rest = rest_of_word(asked, range, client.offset_encoding)
-      if not rest or rest == '' or api.nvim_get_current_line():sub(col + 1, col + #rest) ~= rest then
+      local after = rest and api.nvim_get_current_line():sub(col + 1, col + #rest)
+      if not rest or rest == '' or after ~= rest then
         return
       end
       -- one <Del> per character (a base character with its composing ones), not per byte; 'n':
