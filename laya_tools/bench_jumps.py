@@ -14,6 +14,8 @@ driven by the lean client of ``laya_tools.pipe_client`` (the round trip an edito
 
 ``python -m laya_tools.bench_jumps {jumps,pastes,typing} --gap-ms 100 --env LAYA_PREFETCH=0`` runs the
 default server side by side with one started with that environment (an engine switch off);
+``--tree DIR`` with one run from another checkout (``git worktree add DIR <commit>``: before and
+after a change);
 ``indexing --workspace DIR`` times keystrokes into a server indexing that folder and one without
 a workspace, from their start, in windows of time.
 """
@@ -24,8 +26,13 @@ import random
 import re
 import time
 from contextlib import contextmanager
+from pathlib import Path
 
 from .pipe_client import PipeClient
+
+TREE = "__LAYA_TREE"
+"""Key of a server's environment (in ``servers``) naming another checkout of this project to run
+that server from (its working directory and ``PYTHONPATH``), not passed on to it."""
 
 WORD_START = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]{3,}")
 
@@ -34,7 +41,11 @@ class _Server:
     """One server and its lean client (``laya_tools.pipe_client``), counting empty answers."""
 
     def __init__(self, name: str, options: dict | None, env: dict | None, model=None):
-        self.client = PipeClient(model, init_options=options, env=env)
+        env = dict(env or {})
+        tree = env.pop(TREE, None)  # another checkout's server (``--tree``)
+        if tree:
+            env["PYTHONPATH"] = tree
+        self.client = PipeClient(model, init_options=options, env=env, cwd=tree)
         self.name = name
         self.empty = 0
 
@@ -274,6 +285,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("workload", choices=["jumps", "pastes", "typing", "indexing"])
     ap.add_argument("--env", action="append", default=[], metavar="VAR=VALUE",
                     help="environment of the second server (repeatable)")
+    ap.add_argument("--tree", metavar="DIR",
+                    help="run the second server from this other checkout of the project (e.g. a "
+                         "`git worktree` of an older commit), side by side with this one")
     ap.add_argument("--gap-ms", type=float, default=0.0, help="pause between keystrokes (and after a paste)")
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--runs", type=int, default=1000)
@@ -295,7 +309,10 @@ def main(argv: list[str] | None = None) -> int:
                                    for name, x in (("with", w), ("without", n))))
         return 0
     env = dict(kv.split("=", 1) for kv in a.env)
-    servers = {"default": (None, None), " ".join(a.env) or "default again": (None, env)}
+    second = " ".join([*a.env, *([f"tree {a.tree}"] if a.tree else [])]) or "default again"
+    if a.tree:
+        env[TREE] = str(Path(a.tree).resolve())
+    servers = {"default": (None, None), second: (None, env)}
     _, text = default_text()
     run = {"jumps": bench_jumps, "pastes": bench_pastes, "typing": bench_typing}[a.workload]
     out = run(text, servers, a.warmup, a.runs, gap=a.gap_ms / 1e3)

@@ -32,3 +32,22 @@ def test_typing_asks_at_identifier_keys_only_and_times_each_request():
         assert len(r["all"]) == 30 == len(r["after_other"]) + len(r["typing"])
         assert len(r["after_other"]) >= 1  # the first word after ':\n    """\n    '
         assert r["empty_answers"] <= 2
+
+
+def test_a_second_server_runs_from_another_checkout():
+    """``--tree DIR``: that server's process runs in DIR with DIR first on its ``PYTHONPATH`` (so
+    it imports that checkout's code), and the key naming DIR is not passed on to it."""
+    import os
+    from pathlib import Path
+
+    from laya_tools.bench_jumps import TREE, _Server
+
+    root = str(Path(__file__).resolve().parent.parent)  # this checkout stands in for another one
+    s = _Server("other", None, {TREE: root, "LAYA_X": "1"}, None)
+    try:
+        pid = s.client.proc.pid
+        assert os.readlink(f"/proc/{pid}/cwd") == root
+        env = dict(kv.split("=", 1) for kv in open(f"/proc/{pid}/environ").read().split("\0") if "=" in kv)
+        assert env["PYTHONPATH"] == root and env["LAYA_X"] == "1" and TREE not in env
+    finally:
+        s.client.shutdown()
