@@ -93,8 +93,9 @@ async def predict_at(ls: LayaServer, uri: str, position: types.Position, kind: s
         return None
     ctx = cursor_context(doc, position)
     if ctx is None:
-        log.info("%s at %d:%d is past the end of %s or in an identifier longer than the "
-                 "prefix: answering empty", kind, position.line, position.character, uri)
+        log.info("%s at %d:%d is past the end of %s, inside one character (a surrogate pair, a "
+                 "UTF-8 sequence) or in an identifier longer than the prefix: answering empty",
+                 kind, position.line, position.character, uri)
         return None
     if max_items <= 0:
         return Prediction(ctx, [])

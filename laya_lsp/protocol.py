@@ -52,7 +52,10 @@ guarantees (JSON-RPC 2.0 and LSP 3.17):
     -32700 ParseError (id null)  a body that is not JSON
   a stale, past-the-end or not-open request answers an empty list, not an error
   (stale: an edit of its document, or a newer request of the same method for it,
-  came after it; completion and inline completion do not make each other stale)
+  came after it; completion and inline completion do not make each other stale;
+  past the end: after the document's last line, or inside one character, a UTF-16
+  surrogate pair or a UTF-8 sequence; a position past a line's end is that line's
+  end, as LSP 3.17 says)
   notifications before `initialize` and after `shutdown` are ignored (except `exit`)
   a repeated `initialized`, a `didChange` to a document that is not open, and a
   `$/cancelRequest` naming a request the server sent, are ignored

@@ -3,9 +3,9 @@
 --
 --   require('laya.complete').attach(client, bufnr) -- in LspAttach, for the laya client
 --
--- Laya's item replaces the identifier (`self.c|le`, then `class`: its textEdit range ends where
+-- Laya's item replaces the identifier (`self.c|le`, then `close`: its textEdit range ends where
 -- `cle` does), but Neovim 0.11's completion uses only the range's start: it inserts the item from
--- there to the cursor and keeps the rest (`self.classle`). On accepting (<C-y>), this deletes that
+-- there to the cursor and keeps the rest (`self.closele`). On accepting (<C-y>), this deletes that
 -- rest: the text from where the cursor was when the list on screen was asked for to the range's
 -- end, and only while that text still follows the cursor.
 --
@@ -17,8 +17,8 @@
 -- and nothing is deleted).
 --
 -- The rest is deleted with <Del> keys typed into the same insert (not with an API call after it),
--- so that the deletion is part of the insert: `.` repeats it (`self.|le`, `.` gives `self.class`,
--- not `self.classle`) and one `u` undoes the whole completion.
+-- so that the deletion is part of the insert: `.` repeats it (`self.|le`, `.` gives `self.close`,
+-- not `self.closele`) and one `u` undoes the whole completion.
 
 local api = vim.api
 
