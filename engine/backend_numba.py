@@ -38,9 +38,9 @@ STEP_MAX = int(os.environ.get("LAYA_STEP_MAX", "24"))
 prefill (``LAYA_STEP_MAX``: for side-by-side comparisons). In process, NumPy's prefill of 18
 tokens is about as fast (2.5-3.5 ms), but inside the server it took 10-40 ms now and then (traced
 per decision; not the garbage collector, not fresh KV pages; the compiled kernels take the GIL
-back once per call, not once per BLAS call). The cause is the GIL: each BLAS call releases it and must win it back from any other
-busy Python thread (a convoy); in process, a 48-token NumPy prefill measured 4.2 ms at the median
-alone and 13-41 ms beside a thread parsing JSON in a loop (2026-12-02; the workspace counting, which
+back once per call, not once per BLAS call). The cause is the GIL: each BLAS call releases it and
+must win it back from any other busy Python thread (a convoy); in process, a 48-token NumPy
+prefill measured 4.2 ms at the median alone and 13-41 ms beside a thread parsing JSON in a loop (2026-12-02; the workspace counting, which
 was such a thread in the server, now runs in a child process). Through the server, 64 here instead
 of 24 measured within the noise (typing p99 5.0-8.6 against 5.0-8.2 ms in three side-by-side runs). Two servers side by side, typing after jumps (2026-11-30, nothing else running),
 first keystroke after a jump p50 / p90 / p99: NumPy above 8 tokens 1.85 / 2.69 / 3.43 ms,
