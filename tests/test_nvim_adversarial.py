@@ -132,7 +132,6 @@ def test_dot_repeats_an_insert_that_accepted_an_item(tmp_path):
     assert_clean(got)
 
 
-
 def test_dot_repeats_an_accept_inside_a_word(tmp_path):
     """``self.|le``, ``i``, ``s``, then ``<C-n><C-y>``: the item replaces the whole word (``laya.complete``
     deletes ``le`` after it). The deletion is part of the insert, so ``.`` on the next line's
@@ -202,6 +201,7 @@ def test_accepting_inside_a_word_after_cjk_and_emoji_in_utf16(tmp_path, monkeypa
         assert line == head + menu["words"][0] + tail, got["context"]
     assert_server_has_the_buffers(got)
     assert "[ERROR]" not in got["lsp_log"] and not re.search(r"E\d{3,4}:", got["messages"]), got["context"]
+
 
 def test_crlf_set_by_the_user(tmp_path):
     line = "        y = self.sc"
