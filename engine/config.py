@@ -103,6 +103,9 @@ class EngineConfig:
     53.02 / 52.93%, the six languages' mean; 0.2: 53.02%); then the eval packages, unseen by that choice: C
     53.7 -> 53.9, Go 51.0 -> 51.5, JavaScript 52.9 -> 53.1, Python 58.9 -> 59.4, Rust 55.7 ->
     56.1, TypeScript 54.9 -> 55.2%, with the workspace +0.1 to +0.5, ghost-text characters +3.3%."""
+    rerank: bool = True
+    """Re-rank the engine's best candidates with the model folder's learned re-ranker
+    (``rerank.json``, ``engine.rerank``), when it has one."""
     cache_theta: float = 0.3
     """Sharpness of the neural cache's similarity (``exp(theta * h_i . h)``)."""
     word_prior_alpha: float = 0.5

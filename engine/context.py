@@ -67,6 +67,8 @@ class ContextWindow:
         """Identifiers on the line being typed (before the word)."""
         self.recent_idents: list[str] = []
         """Identifiers of the last :data:`RECENT_LINES` complete lines."""
+        self.done_idents: list[list[str]] = []
+        """Identifiers of each complete line of the window, oldest first."""
         self._idents_key: tuple = ()
         self.alternates: Callable[[], list[list[int]]] = list
         """Other windows whose start may be kept (most recent first), tried after ``prev``."""
@@ -130,6 +132,7 @@ class ContextWindow:
         # Complete lines' identifiers change once per line (their lists come from the line cache,
         # so their ids are a stable key); the line being typed is kept apart in ``line_idents``.
         done, self.line_idents = ident_lists[j:-1], (ident_lists[-1] if ident_lists else [])
+        self.done_idents = done
         self.recent_idents = [w for lst in done[-RECENT_LINES:] for w in lst]
         key = tuple(map(id, done))
         if key != self._idents_key:
@@ -159,4 +162,5 @@ class ContextWindow:
         self.idents = Counter()
         self.line_idents = []
         self.recent_idents = []
+        self.done_idents = []
         self._idents_key = ()

@@ -59,12 +59,15 @@ class PoolBuilder:
         self._follows: dict[str, dict] = {"tri": {}, "bi": {}}  # corpus followers by key, see _follow
         # (document, {trigram key: (positions, shares, total)}, the same for bigram keys)
         self._doc_follow: tuple = (None, {}, {})
+        self.keys: tuple = ("", "")  # the last context's n-gram keys (trigram, bigram)
+        self.long_followers: dict[str, float] = {}  # its document's long-context matches
 
     def release(self) -> None:
         """Drop what the last context holds (the document's arrays, window scores, extras), so a
         closed document is not kept alive by the pool; the next :meth:`begin` rebuilds it."""
         self._window_key = self._window_doc = None
         self._doc_follow = (None, {}, {})
+        self.long_followers = {}
         self._window_split, self._window_tot = (), 0
         self.doc = self.arr = None
         self.new_words, self.new_scores, self.new_firsts = [], np.zeros(0), np.zeros(0, np.int64)
@@ -172,8 +175,10 @@ class PoolBuilder:
                 doc_parts.append((pos, share * (weight * tot / (tot + self.confidence))))
 
         add_doc(self._doc_follow[1], doc.tri, k3s, W["doc3"])
-        if W.get("long") and before:
-            add(doc.followers(before), W["long"])
+        self.keys = (k3s, k2)
+        self.long_followers = doc.followers(before) if W.get("long") and before else {}
+        if self.long_followers:
+            add(self.long_followers, W["long"])
         if W.get("wlong") and before and self.corpus is not None and self.corpus.matches is not None:
             add(self.corpus.matches.followers(before), W["wlong"])
         add_doc(self._doc_follow[2], doc.bi, k2, W["doc2"])
@@ -249,6 +254,17 @@ class PoolBuilder:
         self.new_words = new_words
         self.new_scores = np.asarray(new_scores, np.float64)
         self.new_firsts = np.fromiter((self.first_token(w) for w in new_words), np.int64, len(new_words))
+
+    def origins(self, words, idx: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Where pool entries ``idx`` (of ``words`` from :meth:`candidates`) come from:
+        ``(document positions, new)``, a position ``-1`` for a word the document does not hold,
+        ``new`` True for a word neither the document nor the corpus lexicon holds."""
+        corpus_part = 1 if self.corpus is not None else -1
+        lo = words.parts[0][1]
+        part = [words.part[i] for i in idx]
+        pos = np.fromiter((lo + words.offs[i] if q == 0 else -1 for i, q in zip(idx, part)), np.int64, len(idx))
+        new = np.fromiter((q != 0 and q != corpus_part for q in part), bool, len(idx))
+        return pos, new
 
     def _follow(self, table: str, key: str):
         """The corpus's ``table`` (``"tri"`` or ``"bi"``) ``.get(key)``, remembered: contexts
@@ -410,6 +426,25 @@ class _LazyWords:
     def __getitem__(self, i: int) -> str:
         seq, lo = self.parts[self.part[i]]
         return seq[lo + self.offs[i]]
+
+    def take(self, idx: list[int]) -> list[str]:
+        """``[self[i] for i in idx]``, each part's strings read in one pass."""
+        out: list[str | None] = [None] * len(idx)
+        by_part: dict[int, list[int]] = {}
+        for j, i in enumerate(idx):
+            by_part.setdefault(self.part[i], []).append(j)
+        for q, js in by_part.items():
+            seq, lo = self.parts[q]
+            at = [lo + self.offs[idx[j]] for j in js]
+            if isinstance(seq, _Indexed) and hasattr(seq.seq, "take"):
+                got = seq.seq.take(seq.idx[at])
+            elif hasattr(seq, "take"):
+                got = seq.take(at)
+            else:
+                got = [seq[a] for a in at]
+            for j, w in zip(js, got):
+                out[j] = w
+        return out
 
 
 class _Indexed:

@@ -27,6 +27,7 @@ All methods must run on one thread (``engine.worker.EngineThread``): MLX state i
 from __future__ import annotations
 
 import logging
+import math
 import os
 import re
 import threading
@@ -46,6 +47,7 @@ from .lexicon import CorpusLexicon, merge_lexicons
 from .model_io import ModelLoadError
 from .pieces import DocLexicon, context_keys, pieces
 from .pool import PoolBuilder
+from .rerank import FEATURES as RERANK_FEATURES, FILE as RERANK_FILE, RECENCY_ABSENT, Reranker, recency_ranks
 from .text import after_mark, in_number, word_prefix
 from .tokenizer import EOS, load_tokenizer
 from .types import Candidate
@@ -129,6 +131,8 @@ def _indented(text: str) -> bool:
     start = text.rfind("\n") + 1
     return text[start : start + 1].isspace()
 
+_LOG_RANK = np.log1p(np.arange(256))
+
 FULL_HEAD_MAX_VOCAB = 8192
 """Up to this vocabulary size the whole LM head is computed once per context (see ``predict``)."""
 
@@ -137,7 +141,7 @@ class Predictor:
     """Ranked completions for the text before (and after) the cursor."""
 
     def __init__(self, backend, tokenizer, lexicons: dict[str, CorpusLexicon | Path], config: EngineConfig,
-                 folder: Path | None = None):
+                 folder: Path | None = None, reranker: Reranker | None = None):
         """
         Args:
             backend: the decoder (``engine.backends``).
@@ -148,6 +152,8 @@ class Predictor:
                 without one gets the document's and the workspace's words only.
             config: the engine variant.
             folder: the model folder it came from (for messages).
+            reranker: the model folder's learned re-ranker (``engine.rerank``), used when
+                ``config.rerank`` is on; None: the engine's score alone.
         """
         self.backend = backend
         self.tok = tokenizer
@@ -164,6 +170,11 @@ class Predictor:
         self.eos = tokenizer.token_to_id(EOS)
         self.window = ContextWindow(LineCache(tokenizer), self.eos, config.max_context_tokens,
                                     config.min_context_tokens)
+        self.reranker = reranker
+        self._recency: tuple | None = None  # the context's (ranks, line's, recent lines'), when first needed
+        self.rerank_log = None
+        """Called with each re-ranked decision's ``(features, words, typed, language)`` when set
+        (``laya_tools.rerank_fit`` collects its data so)."""
         self.stats = {"decisions": 0, "reused": 0}  # KVSync adds its counters (forward_tokens, ...)
         self.kv = KVSync(backend, config.context_shift, self.stats,  # the KV cache and its tokens
                          prior_after_jump=config.prior_after_jump)
@@ -371,7 +382,13 @@ class Predictor:
                 except ValueError as e:
                     raise ModelLoadError(str(e)) from e
                 lexicons[name] = lex_path
-        p = cls(b, tok, lexicons, cfg, folder)
+        reranker = None
+        if (folder / RERANK_FILE).exists():
+            try:
+                reranker = Reranker.load(folder / RERANK_FILE)
+            except ValueError as e:
+                raise ModelLoadError(str(e)) from e
+        p = cls(b, tok, lexicons, cfg, folder, reranker)
         log.info("loaded %s (%s backend) in %.0f ms", folder, b.name, (time.perf_counter() - t0) * 1e3)
         return p
 
@@ -685,6 +702,7 @@ class Predictor:
                 self._first_known[:] = False
                 self._line_cache.clear()
             self._begin_pool(ctx_text, doc)
+            self._recency = None
             self._no_words = _reserved_here(lang, ctx_text)  # per context, as the pool
             self._repeated = _repeated_name(lang, ctx_text)
         out = self._rank_words(typed, lang, cfg, max_items)
@@ -769,7 +787,130 @@ class Predictor:
             score = np.log(b * p_net + (1 - b) * p / p.sum())
         else:
             score = net + np.log(p / group) + cfg.prior_weight * np.log(p)
+        if cfg.rerank and self.reranker is not None:
+            weights = self.reranker.weights_for(lang.name)
+            if weights is not None:
+                out = self._reranked(words, score, net, p, group, typed, lang, weights, max_items)
+                if out is not None:
+                    return out
         return self._ranked(words, score, typed, lang, max_items)
+
+    def _rerank_top(self, words, score: np.ndarray, typed: str) -> tuple[list[int], list[str]]:
+        """The engine's best ``reranker.k`` candidates that :meth:`_ranked` would list (longer
+        than ``typed``, not excluded here, distinct, not the name before a member access, which
+        :meth:`_ranked` lists last): pool indices and words, best first."""
+        k = self.reranker.k
+        top: list[int] = []
+        ws: list[str] = []
+        seen: set[str] = set()
+        n = len(typed)
+        m = min(len(score), k + 8)  # almost every pool word is eligible: a few more than k
+        if len(score) > m:
+            cand = np.argpartition(-score, m - 1)[:m]
+            cand = cand[np.argsort(-score[cand], kind="stable")]
+        else:
+            cand = np.argsort(-score, kind="stable")
+        while True:
+            ix = cand.tolist()
+            for i, w in zip(ix, words.take(ix) if hasattr(words, "take") else [words[i] for i in ix]):
+                if len(w) > n and w not in seen and w not in self._no_words and w != self._repeated:
+                    seen.add(w)
+                    top.append(i)
+                    ws.append(w)
+                    if len(top) >= k:
+                        return top, ws
+            if m >= len(score):
+                return top, ws
+            m2 = min(len(score), 4 * m)  # too few eligible: the next ones
+            cand = np.argsort(-score, kind="stable")[m:m2]
+            m = m2
+
+    def _static_features(self, ws: list[str]) -> np.ndarray:
+        """The features of ``ws`` that stay the same while one word is typed (``engine.rerank``
+        columns ``in_document``, ``document_count``, ``recency``, ``not_in_window``, ``on_line``,
+        ``keyword``, ``document_trigram``, ``document_bigram``, ``long_match``,
+        ``recent_lines``, ``corpus_count``): ``(len(ws), 11)``. (Remembering rows per context
+        did not pay: a typed character brings mostly words the last keystroke did not list.)"""
+        if self._recency is None:  # once per context
+            self._recency = (recency_ranks(self.window.line_idents, self.window.done_idents),
+                             frozenset(self.window.line_idents), frozenset(self.window.recent_idents))
+        rec, line, recent = self._recency
+        pool = self.pool
+        doc = pool.doc
+        k3, k2 = pool.keys
+        tri = (doc.tri.get(k3) or {}) if doc is not None else {}
+        bi = (doc.bi.get(k2) or {}) if doc is not None else {}
+        uni = doc.uni if doc is not None else {}
+        at = pool.arr[1] if pool.arr is not None else {}
+        follow = pool.long_followers
+        keywords = self.language.keywords
+        a = np.array([[uni.get(w, 0) for w in ws], [rec.get(w, -1) for w in ws],
+                      [w in line for w in ws], [w in keywords for w in ws], [tri.get(w, 0) for w in ws],
+                      [bi.get(w, 0) for w in ws], [follow.get(w, 0.0) for w in ws],
+                      [w in recent for w in ws], [at.get(w, -1) for w in ws]], np.float64)
+        out = np.empty((len(ws), 11))
+        out[:, 0] = a[0] > 0
+        out[:, 1] = np.log1p(a[0])
+        absent = a[1] < 0
+        out[:, 2] = np.log1p(np.where(absent, RECENCY_ABSENT, a[1]))
+        out[:, 3] = absent
+        out[:, 4:6] = a[2:4].T
+        out[:, 6:9] = np.log1p(a[4:7].T)
+        out[:, 9] = a[7]
+        pos = a[8].astype(np.int64)
+        ccount = pool.arr[3] if pool.arr is not None else ()
+        out[:, 10] = np.log1p(ccount[pos]) * (pos >= 0) if len(ccount) else 0.0
+        return out
+
+    def rerank_features(self, words, score, net, p, group, typed: str, top: list[int],
+                        ws: list[str]) -> np.ndarray:
+        """``(len(top), len(engine.rerank.FEATURES))`` features of pool entries ``top`` (words
+        ``ws``) at this decision; the module ``engine.rerank`` defines them."""
+        n = len(top)
+        ix = np.asarray(top, np.int64)
+        f = np.empty((n, len(RERANK_FEATURES)))
+        f[:, 0] = score[ix]
+        f[:, 0] -= f[0, 0]
+        f[:, 1] = net[ix]
+        pi = p[ix]
+        f[:, 2] = np.log(pi / p.sum())
+        f[:, 3] = np.log(pi / group[ix])
+        st = self._static_features(ws)
+        f[:, 4:10] = st[:, [0, 1, 2, 3, 4, 5]]
+        f[:, 10] = [math.log(max(1, len(w) - len(typed))) for w in ws]
+        f[:, 11] = _LOG_RANK[:n]
+        corpus_part = 1 if self.pool.corpus is not None else -1
+        f[:, 12] = [q != 0 and q != corpus_part for q in (words.part[i] for i in top)]
+        f[:, 13:17] = st[:, 6:10]
+        f[:, 17] = st[:, 10]
+        return f
+
+    def _reranked(self, words, score, net, p, group, typed: str, lang: Language, weights: np.ndarray,
+                  max_items: int) -> list[Candidate] | None:
+        """The items, best first: the engine's best ``reranker.k`` candidates re-scored by the
+        learned re-ranker (``engine.rerank``), then, when more are asked for, the others as
+        :meth:`_ranked` lists them. None when fewer than two are to be re-ranked."""
+        top, ws = self._rerank_top(words, score, typed)
+        if len(top) < 2:
+            return None
+        f = self.rerank_features(words, score, net, p, group, typed, top, ws)
+        if self.rerank_log is not None:
+            self.rerank_log(f, ws, typed, lang.name)
+        s = f @ weights[min(len(typed), len(weights) - 1)]
+        plain = "word" if lang.name == "prose" else "identifier"
+        keywords = lang.keywords
+        out = [Candidate(ws[j], float(s[j]), "keyword" if ws[j] in keywords else plain)
+               for j in np.argsort(-s, kind="stable")[:max_items].tolist()]
+        if len(out) < max_items:  # more than the re-ranked: the rest in the engine's order, below
+            have = set(ws)
+            low = out[-1].score
+            for c in self._ranked(words, score, typed, lang, max_items + len(ws)):
+                if c.text not in have:
+                    low -= 1e-3
+                    out.append(Candidate(c.text, low, c.kind))
+                    if len(out) >= max_items:
+                        break
+        return out
 
     def _ranked(self, words, score: np.ndarray, typed: str, lang: Language, max_items: int) -> list[Candidate]:
         """The ``max_items`` best-scored words longer than ``typed``, best first."""

@@ -192,12 +192,13 @@ def main(a) -> int:
 
         off = [k.strip() for k in a.ablate.split(",") if k.strip()]
         p = Predictor.load(a.model, backend=names[0])
-        unknown = [k for k in off if k not in p.config.prior_weights]
+        unknown = [k for k in off if k not in p.config.prior_weights and k != "rerank"]
         if unknown:
             print(f"laya bench --ablate: no prior weight {', '.join(unknown)} "
-                  f"(known: {', '.join(p.config.prior_weights)})", file=sys.stderr)
+                  f"(known: {', '.join(p.config.prior_weights)}; or rerank)", file=sys.stderr)
             return 2
-        p.config = replace(p.config, prior_weights={**p.config.prior_weights, **{k: 0.0 for k in off}})
+        p.config = replace(p.config, rerank="rerank" not in off,
+                           prior_weights={**p.config.prior_weights, **{k: 0.0 for k in off if k != "rerank"}})
         p._pools.clear()
         p.pool = p._pool_for(p.language)
         p.observe_document("bench", text)

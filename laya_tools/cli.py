@@ -283,6 +283,10 @@ def _cmd_system2(a) -> int:
 
 
 def _cmd_tune(a) -> int:
+    if a.rerank:
+        from . import rerank_fit
+
+        return rerank_fit.main(a)
     from . import tune
 
     return tune.main(a)
@@ -420,6 +424,14 @@ def main(argv=None) -> int:
     p.add_argument("--files", type=int, default=4, help="tune files per language")
     p.add_argument("--max-chars", type=int, default=6000, help="each file is cut to this many characters")
     p.add_argument("--languages", default=None, help="comma-separated languages (default: all in the corpus)")
+    p.add_argument("--rerank", action="store_true",
+                   help="instead: fit the learned re-ranker (engine/rerank.py) and write rerank.json")
+    p.add_argument("--seed", type=int, default=1, help="with --rerank: which tune files (default: %(default)s)")
+    p.add_argument("--rerank-shrink", type=float, default=0.01,
+                   help="with --rerank: L2 pull of each language's weights to the shared ones")
+    p.add_argument("--rerank-workspace", action="store_true",
+                   help="with --rerank: also type each file with the rest of its package as the workspace")
+    p.add_argument("--out", default=None, help="with --rerank: the file to write (default: the model folder's)")
     p.set_defaults(fn=_cmd_tune)
 
     p = sub.add_parser("bench", help="decision latency (100 warm-up, 1000 runs) and LSP round trip")
@@ -435,7 +447,7 @@ def main(argv=None) -> int:
                    help="with --jumps: pause between keystrokes (default 0: back to back, the seed method)")
     p.add_argument("--kernels", action="store_true", help="also time each CPU option for the step's projections")
     p.add_argument("--ablate", default=None, metavar="WEIGHTS",
-                   help="also time the first backend with these prior weights at 0 (e.g. long,wlong)")
+                   help="also time the first backend with these prior weights at 0 (e.g. long,wlong; rerank: the re-ranker off)")
     p.add_argument("--pauses", action="store_true",
                    help="run the engine's idle work between keystrokes, untimed (a person's pauses: a jump's "
                         "full window, the speculative prefill), and time the first backend without speculative "

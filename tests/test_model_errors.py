@@ -34,7 +34,8 @@ def test_missing_file_is_named(copy, name):
         Predictor.load(copy)
 
 
-@pytest.mark.parametrize("name", ["config.json", "model.safetensors", "tokenizer.json", "lexicon-python.npz"])
+@pytest.mark.parametrize("name", ["config.json", "model.safetensors", "tokenizer.json", "lexicon-python.npz",
+                                  "rerank.json"])
 def test_corrupt_file_is_named(copy, name):
     data = (copy / name).read_bytes()
     (copy / name).write_bytes(data[: len(data) // 3])

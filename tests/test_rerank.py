@@ -1,0 +1,157 @@
+"""The learned re-ranker (``engine.rerank``): its file, its features, its fit."""
+
+import inspect
+import json
+import shutil
+import textwrap
+
+import numpy as np
+import pytest
+
+from engine.model_io import DEFAULT_MODEL_DIR, ModelLoadError
+from engine.predictor import Predictor
+from engine.rerank import BUCKETS, FEATURES, FILE, TOP_K, Reranker, recency_ranks
+from laya_tools.evaluate import EvalFile
+from laya_tools.rerank_fit import collect, fit, identity_weights
+
+TEXT = open(inspect.getsourcefile(textwrap), encoding="utf-8").read()[:8000]
+"""A real file every Python install has (the model never trained on the standard library's
+``textwrap``)."""
+
+
+@pytest.fixture(scope="module")
+def predictor():
+    p = Predictor.load()
+    p.warmup()
+    return p
+
+
+def _items(p, text, doc="file:///t.py"):
+    """The items at the end of ``text`` once the window is prefilled (right after a jump the
+    engine answers from the n-gram prior alone, which is not re-ranked)."""
+    p.reset()
+    p.observe_document(doc, text[: len(text) // 2], "python")
+    for _ in range(100):
+        items = [c.text for c in p.predict(text, doc_id=doc, max_items=10)]
+        if p._hidden is not None:
+            return items
+    raise AssertionError("the window was never prefilled")
+
+
+def test_the_shipped_model_has_a_reranker_for_each_language():
+    r = Reranker.load(DEFAULT_MODEL_DIR / FILE)
+    for lang in ("python", "go", "javascript", "typescript", "rust", "c", "*"):
+        w = r.weights_for(lang)
+        assert w is not None and w.shape == (BUCKETS, len(FEATURES))
+    assert r.meta["split"] == "tune"  # fitted on the tune packages, never on eval's
+
+
+def test_identity_weights_keep_the_engines_order(predictor):
+    cut = TEXT.index("self.width")  # a word start inside the class body
+    saved = predictor.reranker
+    try:
+        predictor.reranker = None
+        plain = _items(predictor, TEXT[:cut])
+        predictor.reranker = Reranker({"*": identity_weights()})
+        same = _items(predictor, TEXT[:cut])
+    finally:
+        predictor.reranker = saved
+    assert plain and plain == same
+
+
+def test_weights_change_the_order_and_the_option_turns_them_off(predictor):
+    cut = TEXT.index("self.width")
+    saved, cfg = predictor.reranker, predictor.config
+    try:
+        predictor.reranker = None
+        plain = _items(predictor, TEXT[:cut])
+        w = identity_weights()
+        w[:, FEATURES.index("rest_length")] = 50.0  # longest first
+        predictor.reranker = Reranker({"*": w})
+        longest = _items(predictor, TEXT[:cut])
+        assert longest != plain
+        assert len(longest[0]) == max(len(x) for x in longest[:TOP_K])
+        from dataclasses import replace
+
+        predictor.config = replace(cfg, rerank=False)
+        assert _items(predictor, TEXT[:cut]) == plain
+    finally:
+        predictor.reranker, predictor.config = saved, cfg
+
+
+def test_features_of_a_decision(predictor):
+    seen = []
+    saved = predictor.reranker
+    predictor.reranker = Reranker({"*": identity_weights()})
+    predictor.rerank_log = lambda f, ws, typed, lang: seen.append((f, ws, typed, lang))
+    try:
+        text = "import os\n\ndef load(path):\n    data = open(path).read()\n    return da"
+        predictor.reset()
+        predictor.observe_document("file:///f.py", text, "python")
+        predictor.predict(text, doc_id="file:///f.py")
+    finally:
+        predictor.rerank_log = None
+        predictor.reranker = saved
+    f, ws, typed, lang = seen[-1]
+    assert typed == "da" and lang == "python" and f.shape == (len(ws), len(FEATURES))
+    row = dict(zip(FEATURES, f[ws.index("data")]))
+    assert row["in_document"] == 1 and row["document_count"] == pytest.approx(np.log1p(1))
+    assert row["on_line"] == 0 and row["recent_lines"] == 1 and row["not_in_window"] == 0
+    assert row["rest_length"] == pytest.approx(np.log(2))
+    assert f[0, FEATURES.index("score")] == 0 and (f[:, FEATURES.index("score")] <= 0).all()
+
+
+def test_recency_ranks_count_distinct_names_newest_first():
+    r = recency_ranks(["x", "y"], [["a", "b"], ["b", "c", "y"]])
+    assert r == {"y": 0, "x": 1, "c": 2, "b": 3, "a": 4}
+
+
+def test_fit_learns_which_feature_marks_the_answer():
+    rng = np.random.default_rng(0)
+    n, k = 600, 8
+    F = rng.normal(size=(n, k, len(FEATURES))).astype(np.float32)
+    label = rng.integers(0, k, n)
+    F[np.arange(n), label, FEATURES.index("on_line")] += 3.0  # the answer is the one on the line
+    data = {"F": F, "mask": np.ones((n, k), bool), "label": label, "rest": np.full(n, 5),
+            "bucket": rng.integers(0, BUCKETS, n), "language": np.array(["go", "c"] * (n // 2))}
+    weights, stats = fit(data, iters=150)
+    assert stats["top1_after"] > 0.8 > 0.3 > stats["top1_before"]
+    assert set(weights) == {"*", "go", "c"}
+    assert (weights["go"][:, FEATURES.index("on_line")] > 1).all()
+
+
+def test_collect_notes_the_right_candidate(predictor):
+    files = [EvalFile("python", "textwrap.py", TEXT, None)]
+    data = collect(predictor, files)
+    n = len(data["label"])
+    assert n > 100 and data["F"].shape == (n, TOP_K, len(FEATURES))
+    assert (data["mask"][np.arange(n), data["label"]]).all()
+    assert set(data["language"].tolist()) == {"python"} and (data["rest"] > 0).all()
+    assert predictor.rerank_log is None  # collect leaves the predictor as it found it
+
+
+@pytest.fixture
+def copy(tmp_path):
+    dst = tmp_path / "model"
+    shutil.copytree(DEFAULT_MODEL_DIR, dst)
+    return dst
+
+
+@pytest.mark.parametrize("change", ["features", "shape", "nan", "json"])
+def test_a_bad_rerank_file_is_named(copy, change):
+    path = copy / FILE
+    d = json.loads(path.read_text())
+    if change == "features":
+        d["features"] = d["features"][:-1]
+    elif change == "shape":
+        d["weights"]["python"] = d["weights"]["python"][:2]
+    elif change == "nan":
+        d["weights"]["go"][0][0] = float("nan")
+    path.write_text(json.dumps(d) if change != "json" else "{")
+    with pytest.raises(ModelLoadError, match=r"rerank\.json"):
+        Predictor.load(copy)
+
+
+def test_a_model_folder_without_one_ranks_as_before(copy):
+    (copy / FILE).unlink()
+    assert Predictor.load(copy).reranker is None
