@@ -255,17 +255,6 @@ class PoolBuilder:
         self.new_scores = np.asarray(new_scores, np.float64)
         self.new_firsts = np.fromiter((self.first_token(w) for w in new_words), np.int64, len(new_words))
 
-    def origins(self, words, idx: list[int]) -> tuple[np.ndarray, np.ndarray]:
-        """Where pool entries ``idx`` (of ``words`` from :meth:`candidates`) come from:
-        ``(document positions, new)``, a position ``-1`` for a word the document does not hold,
-        ``new`` True for a word neither the document nor the corpus lexicon holds."""
-        corpus_part = 1 if self.corpus is not None else -1
-        lo = words.parts[0][1]
-        part = [words.part[i] for i in idx]
-        pos = np.fromiter((lo + words.offs[i] if q == 0 else -1 for i, q in zip(idx, part)), np.int64, len(idx))
-        new = np.fromiter((q != 0 and q != corpus_part for q in part), bool, len(idx))
-        return pos, new
-
     def _follow(self, table: str, key: str):
         """The corpus's ``table`` (``"tri"`` or ``"bi"``) ``.get(key)``, remembered: contexts
         (``self .``, ``( self``) recur all the time."""

@@ -47,7 +47,8 @@ from .lexicon import CorpusLexicon, merge_lexicons
 from .model_io import ModelLoadError
 from .pieces import DocLexicon, context_keys, pieces
 from .pool import PoolBuilder
-from .rerank import FEATURES as RERANK_FEATURES, FILE as RERANK_FILE, RECENCY_ABSENT, Reranker, recency_ranks
+from .rerank import (COUNT_CAP, FEATURES as RERANK_FEATURES, FILE as RERANK_FILE, RECENCY_ABSENT, Reranker,
+                     recency_ranks)
 from .text import after_mark, in_number, word_prefix
 from .tokenizer import EOS, load_tokenizer
 from .types import Candidate
@@ -806,7 +807,8 @@ class Predictor:
         n = len(typed)
         m = min(len(score), k + 8)  # almost every pool word is eligible: a few more than k
         if len(score) > m:
-            cand = np.argpartition(-score, m - 1)[:m]
+            # ties keep the pool's order, as in _ranked: a stable sort of the sorted best m
+            cand = np.sort(np.argpartition(-score, m - 1)[:m])
             cand = cand[np.argsort(-score[cand], kind="stable")]
         else:
             cand = np.argsort(-score, kind="stable")
@@ -821,9 +823,9 @@ class Predictor:
                         return top, ws
             if m >= len(score):
                 return top, ws
-            m2 = min(len(score), 4 * m)  # too few eligible: the next ones
-            cand = np.argsort(-score, kind="stable")[m:m2]
-            m = m2
+            m2 = min(len(score), 4 * m)  # too few eligible: the next ones (the first m again
+            cand = np.argsort(-score, kind="stable")[:m2]  # too, as ties may order them otherwise;
+            m = m2  # ``seen`` skips those taken)
 
     def _static_features(self, ws: list[str]) -> np.ndarray:
         """The features of ``ws`` that stay the same while one word is typed (``engine.rerank``
@@ -850,12 +852,12 @@ class Predictor:
                       [w in recent for w in ws], [at.get(w, -1) for w in ws]], np.float64)
         out = np.empty((len(ws), 11))
         out[:, 0] = a[0] > 0
-        out[:, 1] = np.log1p(a[0])
+        out[:, 1] = np.log1p(np.minimum(a[0], COUNT_CAP))
         absent = a[1] < 0
-        out[:, 2] = np.log1p(np.where(absent, RECENCY_ABSENT, a[1]))
+        out[:, 2] = np.log1p(np.where(absent, RECENCY_ABSENT, np.minimum(a[1], RECENCY_ABSENT)))
         out[:, 3] = absent
         out[:, 4:6] = a[2:4].T
-        out[:, 6:9] = np.log1p(a[4:7].T)
+        out[:, 6:9] = np.log1p(np.minimum(a[4:7].T, COUNT_CAP))
         out[:, 9] = a[7]
         pos = a[8].astype(np.int64)
         ccount = pool.arr[3] if pool.arr is not None else ()

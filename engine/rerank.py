@@ -16,9 +16,10 @@ Features of one candidate ``w`` when ``typed`` is typed (shape ``(k, len(FEATURE
 * ``prior``: log of the n-gram prior's share of the pool.
 * ``prior_in_group``: log of the prior's share among the pool's words with the same first token.
 * ``in_document``: the document holds ``w`` (its counts are in the last refresh).
-* ``document_count``: ``log(1 + times w is in the document)``.
+* ``document_count``: ``log(1 + times w is in the document)`` (counts up to :data:`COUNT_CAP`, as
+  those of ``document_trigram``, ``document_bigram`` and ``long_match``).
 * ``recency``: ``log(1 + r)``, ``r`` how many distinct identifiers of the context window came
-  after ``w``'s last use (``RECENCY_ABSENT`` when the window does not hold it), and
+  after ``w``'s last use, at most ``RECENCY_ABSENT`` (that when the window does not hold it), and
   ``not_in_window``: 1 then.
 * ``on_line``: ``w`` is already on the line being typed; ``recent_lines``: on one of the last
   complete lines (``engine.context.RECENT_LINES``).
@@ -37,6 +38,7 @@ Features of one candidate ``w`` when ``typed`` is typed (shape ``(k, len(FEATURE
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -54,9 +56,14 @@ the rest of the pool rarely comes first after re-ranking."""
 BUCKETS = 3
 """Weight vectors per language: typed length 0, 1, and 2 or more characters."""
 
-RECENCY_ABSENT = 256
-"""``r`` of a candidate the context window does not hold (a window of 256 tokens has fewer
-distinct identifiers)."""
+RECENCY_ABSENT = 64
+"""``r`` of a candidate the context window does not hold, and the most ``recency`` counts."""
+
+COUNT_CAP = 16
+"""The document's counts (``document_count``, ``document_trigram``, ``document_bigram``,
+``long_match``) count up to this: the fit saw files of 8,000 characters, and uncapped counts of a
+long repetitive file pushed its most used name down (``self.assertE`` after 300
+``self.assertEqual`` lines offered ``assertEquals`` first)."""
 
 FILE = "rerank.json"
 """Its file in a model folder."""
@@ -92,20 +99,28 @@ class Reranker:
         """
         try:
             d = json.loads(Path(path).read_text("utf-8"))
-            if tuple(d["features"]) != FEATURES:
-                raise ValueError(f"features {d['features']} are not this engine's {list(FEATURES)}")
+            if not isinstance(d, dict) or not isinstance(d.get("weights"), dict):
+                raise ValueError("not an object with a weights object")
+            if not isinstance(d.get("features"), list) or tuple(d["features"]) != FEATURES:
+                raise ValueError(f"features {d.get('features')} are not this engine's {list(FEATURES)}")
             weights = {}
             for lang, w in d["weights"].items():
-                a = np.asarray(w, np.float64)
-                if a.shape != (BUCKETS, len(FEATURES)) or not np.isfinite(a).all():
+                ok = (isinstance(w, list) and len(w) == BUCKETS and all(
+                    isinstance(row, list) and len(row) == len(FEATURES) and all(
+                        type(x) in (int, float) and math.isfinite(x) for x in row) for row in w))
+                if not ok:
                     raise ValueError(f"weights of {lang!r} are not {BUCKETS} x {len(FEATURES)} finite numbers")
-                weights[lang] = a
-            k = int(d.get("k", TOP_K))
-            if not 1 <= k <= 256:
-                raise ValueError(f"k={k} is not in 1..256")
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+                weights[lang] = np.asarray(w, np.float64)
+            k = d.get("k", TOP_K)
+            if type(k) is not int or not 2 <= k <= 256:
+                raise ValueError(f"k={k!r} is not an integer in 2..256")
+            meta = d.get("meta") or {}
+            if not isinstance(meta, dict):
+                raise ValueError("meta is not an object")
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError,
+                RecursionError) as e:
             raise ValueError(f"{path}: not a re-ranker file this engine reads ({e})") from e
-        return cls(weights, k, d.get("meta"))
+        return cls(weights, k, meta)
 
     def save(self, path: Path) -> None:
         """Write ``rerank.json`` (weights rounded to 4 decimals)."""
