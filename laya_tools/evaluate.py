@@ -370,6 +370,15 @@ class LaggedSystem2:
         return items
 
 
+def use_package_workspace(predictor, f: EvalFile, typed: set[str]) -> None:
+    """Make the rest of ``f``'s package (:func:`workspace_files`) the predictor's workspace."""
+    ws = workspace_files(f, typed)
+    # paths as the document's URI has them (package/path), so imports resolve alike
+    paths = [f"{f.package_dir.name}/{rel}" for rel, _ in ws]
+    predictor.set_workspace(predictor.build_workspace({f.language: [t for _, t in ws]},
+                                                      paths={f.language: paths}))
+
+
 def evaluate_in_process(files: list[EvalFile], predictor, workspace: bool = False, system2=None,
                         system2_rank: int = 0, system2_lag: int = 1, lines: bool = False):
     """Score the engine and the baseline per language; returns ``({lang: (engine, baseline)}, seconds)``.
@@ -385,11 +394,7 @@ def evaluate_in_process(files: list[EvalFile], predictor, workspace: bool = Fals
         eng, base = scores.setdefault(f.language, (Score(), Score()))
         doc = f"file:///{f.name}"
         if workspace:
-            ws = workspace_files(f, typed)
-            # paths as the document's URI has them (package/path), so imports resolve alike
-            paths = [f"{f.package_dir.name}/{rel}" for rel, _ in ws]
-            predictor.set_workspace(predictor.build_workspace({f.language: [t for _, t in ws]},
-                                                              paths={f.language: paths}))
+            use_package_workspace(predictor, f, typed)
         predictor.reset()
         predictor.observe_document(doc, "", f.language)
 

@@ -46,7 +46,7 @@ def collect(predictor, files, workspace: bool = False) -> dict[str, np.ndarray]:
     workspace (as ``laya eval --workspace both`` does)."""
     from engine.rerank import BUCKETS, FEATURES, TOP_K, Reranker
 
-    from .evaluate import Score, score_file, targets, workspace_files
+    from .evaluate import Score, score_file, targets, use_package_workspace
 
     saved = predictor.reranker
     predictor.reranker = Reranker({"*": identity_weights()}, TOP_K)
@@ -65,10 +65,7 @@ def collect(predictor, files, workspace: bool = False) -> dict[str, np.ndarray]:
         for fl, ws in [(f, False) for f in files] + ([(f, True) for f in files] if workspace else []):
             doc = f"file:///{fl.name}"
             if ws:
-                texts = workspace_files(fl, typed)
-                paths = [f"{fl.package_dir.name}/{rel}" for rel, _ in texts]
-                predictor.set_workspace(predictor.build_workspace({fl.language: [t for _, t in texts]},
-                                                                  paths={fl.language: paths}))
+                use_package_workspace(predictor, fl, typed)
             predictor.reset()
             predictor.observe_document(doc, "", fl.language)
 

@@ -168,6 +168,20 @@ def test_collect_notes_the_right_candidate(predictor):
     assert predictor.rerank_log is None  # collect leaves the predictor as it found it
 
 
+def test_collect_with_the_workspace_types_each_file_twice(predictor, tmp_path):
+    import shlex
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "textwrap.py").write_text(TEXT[:2500])
+    (pkg / "shlex.py").write_text(open(inspect.getsourcefile(shlex), encoding="utf-8").read())
+    files = [EvalFile("python", "pkg/textwrap.py", TEXT[:2500], pkg)]
+    alone = collect(predictor, files)
+    both = collect(predictor, files, workspace=True)
+    assert len(both["label"]) > 1.5 * len(alone["label"])
+    assert predictor._workspace == {}  # and the workspace is gone again
+
+
 @pytest.fixture
 def copy(tmp_path):
     dst = tmp_path / "model"
