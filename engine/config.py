@@ -112,7 +112,7 @@ class EngineConfig:
     67.6, Go 51.5 -> 53.2 / 58.2 -> 59.6, JavaScript 53.1 -> 53.9 / 56.2 -> 57.5, Python 59.4 ->
     59.5 / 62.7 -> 62.9, Rust 56.1 -> 56.5 / 59.4 -> 60.0, TypeScript 55.2 -> 56.0 / 66.4 ->
     66.9%; top-5 with nothing typed up in every language, top-1 within -1.2 .. +1.0 points but
-    TypeScript's with the workspace (51.6 -> 48.7%). Cost: a network decision 1.16x, a keystroke
+    TypeScript's with the workspace (51.6 -> 48.7%). Cost: a network decision 1.17x, a keystroke
     inside a word +0.2 ms at the median (``laya bench --ablate rerank``, interleaved)."""
     cache_theta: float = 0.3
     """Sharpness of the neural cache's similarity (``exp(theta * h_i . h)``)."""

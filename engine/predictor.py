@@ -132,7 +132,9 @@ def _indented(text: str) -> bool:
     start = text.rfind("\n") + 1
     return text[start : start + 1].isspace()
 
+
 _LOG_RANK = np.log1p(np.arange(256))
+"""The re-ranker's ``rank`` feature by place (``engine.rerank``; ``k`` is at most 256)."""
 
 FULL_HEAD_MAX_VOCAB = 8192
 """Up to this vocabulary size the whole LM head is computed once per context (see ``predict``)."""
@@ -390,7 +392,8 @@ class Predictor:
             except ValueError as e:
                 raise ModelLoadError(str(e)) from e
         p = cls(b, tok, lexicons, cfg, folder, reranker)
-        log.info("loaded %s (%s backend) in %.0f ms", folder, b.name, (time.perf_counter() - t0) * 1e3)
+        log.info("loaded %s (%s backend%s) in %.0f ms", folder, b.name,
+                 ", learned re-ranker" if reranker is not None else "", (time.perf_counter() - t0) * 1e3)
         return p
 
     def warmup(self) -> None:

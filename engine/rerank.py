@@ -7,7 +7,8 @@ looks again at its best :data:`TOP_K` candidates with those signals kept apart
 typed length (0, 1, 2 or more characters): a listwise softmax ("ListNet", Cao et al., 2007)
 fitted on the ``tune`` packages by ``laya tune --rerank`` (``laya_tools.rerank_fit``), each
 decision weighed by the square root of the characters its right answer saves. The other
-candidates keep their order below those :data:`TOP_K`.
+candidates keep their order below those :data:`TOP_K`. Right after a jump or a paste, while the
+n-gram prior alone answers (``EngineConfig.prior_after_jump``), nothing is re-ranked.
 
 Features of one candidate ``w`` when ``typed`` is typed (shape ``(k, len(FEATURES))``):
 

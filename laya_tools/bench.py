@@ -234,6 +234,9 @@ def main(a) -> int:
             ratio = np.median(res[base]["network"]) / np.median(res[name]["network"])
             print(f"median network decision, {base} / {name}: {ratio:.2f}x (interleaved keystroke by keystroke)")
             results["decisions"][f"ratio {base}/{name}"] = float(ratio)
+            inword = np.median(res[base]["rerank"]) / np.median(res[name]["rerank"])
+            print(f"median keystroke inside a word, {base} / {name}: {inword:.2f}x")
+            results["decisions"][f"ratio inside a word {base}/{name}"] = float(inword)
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"peak RSS of this process: {rss:.0f} MB")
         results["peak_rss_mb"] = rss

@@ -428,10 +428,12 @@ def main(argv=None) -> int:
                    help="instead: fit the learned re-ranker (engine/rerank.py) and write rerank.json")
     p.add_argument("--seed", type=int, default=1, help="with --rerank: which tune files (default: %(default)s)")
     p.add_argument("--rerank-shrink", type=float, default=0.01,
-                   help="with --rerank: L2 pull of each language's weights to the shared ones")
+                   help="with --rerank: L2 pull of each language's weights to the shared ones (default: %(default)s)")
     p.add_argument("--rerank-workspace", action="store_true",
                    help="with --rerank: also type each file with the rest of its package as the workspace")
-    p.add_argument("--out", default=None, help="with --rerank: the file to write (default: the model folder's)")
+    p.add_argument("--out", default=None,
+                   help="with --rerank: the rerank.json to write (required: copy it into a model folder "
+                        "once `laya eval` shows it saves more)")
     p.set_defaults(fn=_cmd_tune)
 
     p = sub.add_parser("bench", help="decision latency (100 warm-up, 1000 runs) and LSP round trip")

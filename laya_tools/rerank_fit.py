@@ -12,7 +12,8 @@
    and saved fewer keystrokes on the tune packages (six languages' mean 53.82% against 54.25%;
    unweighted 53.68%; 2026-12-03). Every language's weights are the shared ones plus its own offsets, and an L2 penalty
    pulls the offsets to 0 (``--rerank-shrink``) and the shared weights to the engine's order.
-3. Write ``rerank.json`` (default: into the model folder that was read).
+3. Write ``rerank.json`` where ``--out`` says (a candidate: copy it into a model folder when
+   ``laya eval`` shows it saves more).
 
 Only the ``tune`` split is read, so ``laya eval``'s packages stay unseen.
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import sys
 import time
 from pathlib import Path
 
@@ -169,10 +171,14 @@ def fit(data: dict[str, np.ndarray], shrink: float = 0.01, l2: float = 1e-3, ite
 def main(a) -> int:
     """``laya tune --rerank``: collect on the tune packages, fit, write ``rerank.json``."""
     from engine.predictor import Predictor
-    from engine.rerank import FILE, TOP_K, Reranker
+    from engine.rerank import TOP_K, Reranker
 
     from .evaluate import pick_files
 
+    if not a.out:
+        print("laya tune --rerank: give --out FILE (a candidate; the model folder's rerank.json is what "
+              "the engine loads)", file=sys.stderr)
+        return 2
     corpus = Path(a.corpus)
     langs = a.languages.split(",") if a.languages else None
     files = pick_files(corpus, a.files, a.max_chars, seed=a.seed, split="tune", languages=langs)
@@ -182,7 +188,7 @@ def main(a) -> int:
     data = collect(p, files, workspace=a.rerank_workspace)
     log.info("collected %d decisions from %d files in %.0f s", len(data["label"]), len(files), time.perf_counter() - t0)
     weights, stats = fit(data, shrink=a.rerank_shrink)
-    out = Path(a.out) if a.out else p.folder / FILE
+    out = Path(a.out)
     meta = {"fitted": datetime.date.today().isoformat(), "split": "tune", "seed": a.seed,
             "files_per_language": a.files, "max_chars": a.max_chars, "shrink": a.rerank_shrink,
             "workspace": a.rerank_workspace, "weighting": "sqrt",

@@ -222,3 +222,9 @@ def test_train_anneal_without_a_checkpoint(tmp_path):
                       "--anneal", "--steps", "10"])
     assert_one_line_error(out, "laya train:", "--anneal continues a checkpoint", code=2)
     assert not (tmp_path / "none").exists()
+
+
+def test_fitting_the_reranker_needs_an_out_file():
+    """``laya tune --rerank`` never overwrites the shipped ``rerank.json`` by default."""
+    out = run(LAYA + ["tune", "--rerank"])
+    assert_one_line_error(out, "--out", "rerank.json", code=2)
