@@ -817,7 +817,7 @@ class Predictor:
             cand = np.argsort(-score, kind="stable")
         while True:
             ix = cand.tolist()
-            for i, w in zip(ix, words.take(ix) if hasattr(words, "take") else [words[i] for i in ix]):
+            for i, w in zip(ix, words.take(ix)):  # pool words (``_LazyWords``), read in one pass
                 if len(w) > n and w not in seen and w not in self._no_words and w != self._repeated:
                     seen.add(w)
                     top.append(i)
