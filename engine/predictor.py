@@ -792,9 +792,9 @@ class Predictor:
         else:
             score = net + np.log(p / group) + cfg.prior_weight * np.log(p)
         if cfg.rerank and self.reranker is not None:
-            weights = self.reranker.weights_for(lang.name)
-            if weights is not None:
-                out = self._reranked(words, score, net, p, group, typed, lang, weights, max_items)
+            scorer = self.reranker.scorer(lang.name)
+            if scorer is not None:
+                out = self._reranked(words, score, net, p, group, typed, lang, scorer, max_items)
                 if out is not None:
                     return out
         return self._ranked(words, score, typed, lang, max_items)
@@ -890,7 +890,7 @@ class Predictor:
         f[:, 17] = st[:, 10]
         return f
 
-    def _reranked(self, words, score, net, p, group, typed: str, lang: Language, weights: np.ndarray,
+    def _reranked(self, words, score, net, p, group, typed: str, lang: Language, scorer,
                   max_items: int) -> list[Candidate] | None:
         """The items, best first: the engine's best ``reranker.k`` candidates re-scored by the
         learned re-ranker (``engine.rerank``), then, when more are asked for, the others as
@@ -901,7 +901,7 @@ class Predictor:
         f = self.rerank_features(words, score, net, p, group, typed, top, ws)
         if self.rerank_log is not None:
             self.rerank_log(f, ws, typed, lang.name)
-        s = f @ weights[min(len(typed), len(weights) - 1)]
+        s = scorer(f, len(typed))  # ``Reranker.scorer``
         plain = "word" if lang.name == "prose" else "identifier"
         keywords = lang.keywords
         out = [Candidate(ws[j], float(s[j]), "keyword" if ws[j] in keywords else plain)

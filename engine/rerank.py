@@ -4,9 +4,11 @@ The engine's score (the network's first-token probability mixed with the n-gram 
 ``Predictor._rank_words``) is one number built from many signals by fixed weights. The re-ranker
 looks again at its best :data:`TOP_K` candidates with those signals kept apart
 (:data:`FEATURES`) and scores them by a linear model, one weight vector per language and per
-typed length (0, 1, 2 or more characters): a listwise softmax ("ListNet", Cao et al., 2007)
-fitted on the ``tune`` packages by ``laya tune --rerank`` (``laya_tools.rerank_fit``), each
-decision weighed by the square root of the characters its right answer saves. The other
+typed length (0, 1, 2 or more characters), or by a small two-layer network (:class:`MLP`) over
+the same features, the typed length and the language; either is fitted as a listwise softmax
+("ListNet", Cao et al., 2007) on the ``tune`` packages by ``laya tune --rerank``
+(``laya_tools.rerank_fit``), each decision weighed by the square root of the characters its right
+answer saves. The other
 candidates keep their order below those :data:`TOP_K`. Right after a jump or a paste, while the
 n-gram prior alone answers (``EngineConfig.prior_after_jump``), nothing is re-ranked.
 
@@ -70,25 +72,110 @@ FILE = "rerank.json"
 """Its file in a model folder."""
 
 
-class Reranker:
-    """Per-language weights over :data:`FEATURES`; see the module docstring."""
+class MLP:
+    """A two-layer scorer: ``s = relu(z @ w1 + b1) @ w2 + z @ skip`` per candidate, where ``z`` is
+    the candidate's :data:`FEATURES` followed by one-hots of the typed length (:data:`BUCKETS`) and
+    of the language (``languages``; all zeros for a language not listed, which the fit trains for
+    by hiding the language of a tenth of its decisions). Constant terms are dropped: they do not
+    change the order."""
 
-    def __init__(self, weights: dict[str, np.ndarray], k: int = TOP_K, meta: dict | None = None):
+    def __init__(self, languages: list[str], w1: np.ndarray, b1: np.ndarray, w2: np.ndarray,
+                 skip: np.ndarray):
+        """
+        Args:
+            languages: the languages of the one-hot, in its order.
+            w1: ``(len(FEATURES) + BUCKETS + len(languages), hidden)``; b1: ``(hidden,)``;
+            w2: ``(hidden,)``; skip: ``(len(FEATURES) + BUCKETS + len(languages),)``.
+        """
+        self.languages = list(languages)
+        self.w1, self.b1, self.w2, self.skip = w1, b1, w2, skip
+        nf = len(FEATURES)
+        self._w1f = np.ascontiguousarray(w1[:nf])
+        self._skipf = skip[:nf].copy()
+        self._bias: dict[str, np.ndarray] = {}  # language -> (BUCKETS, hidden): b1 + one-hot rows
+
+    def bias(self, language: str) -> np.ndarray:
+        b = self._bias.get(language)
+        if b is None:
+            nf = len(FEATURES)
+            b = self.b1 + self.w1[nf: nf + BUCKETS]
+            if language in self.languages:
+                b = b + self.w1[nf + BUCKETS + self.languages.index(language)]
+            self._bias[language] = b
+        return b
+
+    def score(self, f: np.ndarray, typed_len: int, language: str) -> np.ndarray:
+        """``(k,)`` scores of features ``f`` ``(k, len(FEATURES))``."""
+        x = f @ self._w1f
+        x += self.bias(language)[min(typed_len, BUCKETS - 1)]
+        np.maximum(x, 0.0, out=x)
+        return x @ self.w2 + f @ self._skipf
+
+    def to_json(self) -> dict:
+        r = lambda a: np.round(np.asarray(a, np.float64), 5).tolist()  # noqa: E731
+        return {"languages": self.languages, "w1": r(self.w1), "b1": r(self.b1), "w2": r(self.w2),
+                "skip": r(self.skip)}
+
+    @classmethod
+    def from_json(cls, d) -> "MLP":
+        """Raises ValueError on anything but the shapes of :meth:`to_json` with finite numbers."""
+        if not isinstance(d, dict) or not isinstance(d.get("languages"), list) or not all(
+                isinstance(x, str) for x in d["languages"]):
+            raise ValueError("mlp is not an object with a languages list")
+        d_in = len(FEATURES) + BUCKETS + len(d["languages"])
+
+        def arr(name, shape):
+            a = d.get(name)
+            ok = isinstance(a, list) and len(a) == shape[0] and all(
+                (isinstance(row, list) and len(row) == shape[1] and all(
+                    type(x) in (int, float) and math.isfinite(x) for x in row)) if len(shape) == 2
+                else (type(row) in (int, float) and math.isfinite(row)) for row in a)
+            if not ok:
+                raise ValueError(f"mlp {name} is not {' x '.join(map(str, shape))} finite numbers")
+            return np.asarray(a, np.float64)
+
+        w1 = d.get("w1")
+        hidden = len(w1[0]) if isinstance(w1, list) and w1 and isinstance(w1[0], list) else 0
+        if not 1 <= hidden <= 256:
+            raise ValueError("mlp w1 has no rows of 1..256 hidden units")
+        return cls(d["languages"], arr("w1", (d_in, hidden)), arr("b1", (hidden,)), arr("w2", (hidden,)),
+                   arr("skip", (d_in,)))
+
+
+class Reranker:
+    """Per-language linear weights over :data:`FEATURES`, or an :class:`MLP`; see the module
+    docstring."""
+
+    def __init__(self, weights: dict[str, np.ndarray] | None = None, k: int = TOP_K,
+                 meta: dict | None = None, mlp: MLP | None = None):
         """
         Args:
             weights: language name -> ``(BUCKETS, len(FEATURES))`` float array; ``"*"`` for the
-                languages without their own.
+                languages without their own. Ignored when ``mlp`` is given.
             k: candidates re-ranked per decision.
             meta: what the file says of its fit (packages, decisions, date), kept for reports.
+            mlp: the two-layer scorer, used for every language.
         """
-        self.weights = weights
+        self.weights = weights or {}
         self.k = k
         self.meta = meta or {}
+        self.mlp = mlp
 
     def weights_for(self, language: str) -> np.ndarray | None:
         """``(BUCKETS, len(FEATURES))`` for ``language``, the ``"*"`` ones, or None."""
         w = self.weights.get(language)
         return w if w is not None else self.weights.get("*")
+
+    def scorer(self, language: str):
+        """``score(f, typed_len) -> (k,)`` for ``language``'s decisions (``f``: ``(k,
+        len(FEATURES))``), or None when this re-ranker has nothing for it."""
+        if self.mlp is not None:
+            mlp = self.mlp
+            return lambda f, n: mlp.score(f, n, language)
+        w = self.weights_for(language)
+        if w is None:
+            return None
+        return lambda f, n: f @ w[min(n, len(w) - 1)]
 
     @classmethod
     def load(cls, path: Path) -> "Reranker":
@@ -100,12 +187,13 @@ class Reranker:
         """
         try:
             d = json.loads(Path(path).read_text("utf-8"))
-            if not isinstance(d, dict) or not isinstance(d.get("weights"), dict):
-                raise ValueError("not an object with a weights object")
+            if not isinstance(d, dict) or not (isinstance(d.get("weights"), dict) or "mlp" in d):
+                raise ValueError("not an object with a weights object or an mlp")
             if not isinstance(d.get("features"), list) or tuple(d["features"]) != FEATURES:
                 raise ValueError(f"features {d.get('features')} are not this engine's {list(FEATURES)}")
             weights = {}
-            for lang, w in d["weights"].items():
+            mlp = MLP.from_json(d["mlp"]) if "mlp" in d else None
+            for lang, w in (d.get("weights") or {}).items():
                 ok = (isinstance(w, list) and len(w) == BUCKETS and all(
                     isinstance(row, list) and len(row) == len(FEATURES) and all(
                         type(x) in (int, float) and math.isfinite(x) for x in row) for row in w))
@@ -121,13 +209,16 @@ class Reranker:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError,
                 RecursionError) as e:
             raise ValueError(f"{path}: not a re-ranker file this engine reads ({e})") from e
-        return cls(weights, k, meta)
+        return cls(weights, k, meta, mlp)
 
     def save(self, path: Path) -> None:
-        """Write ``rerank.json`` (weights rounded to 4 decimals)."""
-        d = {"features": list(FEATURES), "k": self.k, "meta": self.meta,
-             "weights": {lang: [[round(float(x), 4) for x in row] for row in w]
-                         for lang, w in sorted(self.weights.items())}}
+        """Write ``rerank.json`` (linear weights rounded to 4 decimals, the MLP's to 5)."""
+        d = {"features": list(FEATURES), "k": self.k, "meta": self.meta}
+        if self.mlp is not None:
+            d["mlp"] = self.mlp.to_json()
+        else:
+            d["weights"] = {lang: [[round(float(x), 4) for x in row] for row in w]
+                            for lang, w in sorted(self.weights.items())}
         Path(path).write_text(json.dumps(d, indent=1) + "\n", "utf-8")
 
 

@@ -429,6 +429,12 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=1, help="with --rerank: which tune files (default: %(default)s)")
     p.add_argument("--rerank-shrink", type=float, default=0.01,
                    help="with --rerank: L2 pull of each language's weights to the shared ones (default: %(default)s)")
+    p.add_argument("--rerank-model", choices=("mlp", "linear"), default="mlp",
+                   help="with --rerank: a two-layer network or a linear model per language (default: %(default)s)")
+    p.add_argument("--decisions-out", default=None,
+                   help="with --rerank: also save the collected decisions to this .npz")
+    p.add_argument("--decisions-in", default=None,
+                   help="with --rerank: fit from these .npz files (comma-separated) instead of collecting")
     p.add_argument("--rerank-workspace", action="store_true",
                    help="with --rerank: also type each file with the rest of its package as the workspace")
     p.add_argument("--out", default=None,

@@ -12,6 +12,9 @@
    and saved fewer keystrokes on the tune packages (six languages' mean 53.82% against 54.25%;
    unweighted 53.68%; 2026-12-03). Every language's weights are the shared ones plus its own offsets, and an L2 penalty
    pulls the offsets to 0 (``--rerank-shrink``) and the shared weights to the engine's order.
+   With ``--rerank-model mlp`` (the shipped one since 2026-12-03, night), a two-layer network
+   (``engine.rerank.MLP``) over the same features, the typed length and the language takes the
+   linear model's place, fitted by the same loss (:func:`fit_mlp`).
 3. Write ``rerank.json`` where ``--out`` says (a candidate: copy it into a model folder when
    ``laya eval`` shows it saves more).
 
@@ -21,6 +24,7 @@ Only the ``tune`` split is read, so ``laya eval``'s packages stay unseen.
 from __future__ import annotations
 
 import datetime
+import json
 import logging
 import sys
 import time
@@ -168,6 +172,105 @@ def fit(data: dict[str, np.ndarray], shrink: float = 0.01, l2: float = 1e-3, ite
                      "top1_after": round(float(top1), 4), "loss": round(float(loss), 4)}
 
 
+def fit_mlp(data: dict[str, np.ndarray], hidden: int = 32, epochs: int = 4, batch: int = 4096,
+            lr: float = 0.01, seed: int = 0, language_dropout: float = 0.1):
+    """Fit an ``engine.rerank.MLP`` by the loss of :func:`fit` (sqrt-weighted ListNet) with Adam
+    on mini-batches (MLX). The language one-hot of ``language_dropout`` of the decisions is zeroed
+    so that a language the fit never saw gets a trained generic view. Returns ``(mlp, stats)``."""
+    import mlx.core as mx
+    import mlx.nn as nn
+    import mlx.optimizers as optim
+
+    from engine.rerank import BUCKETS, MLP
+
+    langs = sorted(set(data["language"].tolist()))
+    n, k, nf = data["F"].shape
+    rng = np.random.default_rng(seed)
+    mx.random.seed(seed)
+    li = np.searchsorted(np.array(langs), data["language"])
+    onehot = np.zeros((n, BUCKETS + len(langs)), np.float32)
+    onehot[np.arange(n), data["bucket"]] = 1
+    keep = rng.random(n) >= language_dropout
+    onehot[np.arange(n)[keep], BUCKETS + li[keep]] = 1
+    saves = np.maximum(data["rest"] - 1, 0.5).astype(np.float32)
+    wt = np.sqrt(saves)
+    wt /= wt.mean()
+    d_in = nf + BUCKETS + len(langs)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l1 = nn.Linear(d_in, hidden)
+            self.l2 = nn.Linear(hidden, 1)
+            self.skip = nn.Linear(d_in, 1, bias=False)
+
+        def __call__(self, z):
+            return (self.l2(nn.relu(self.l1(z))) + self.skip(z))[..., 0]
+
+    net = Net()
+
+    def inputs(j):
+        z = np.concatenate([data["F"][j], np.broadcast_to(onehot[j, None, :], (len(j), k, onehot.shape[1]))], -1)
+        return mx.array(z), mx.array(data["mask"][j]), mx.array(data["label"][j]), mx.array(wt[j] / len(j))
+
+    def loss_fn(model, z, m, y, w):
+        s = mx.where(m, model(z), -1e9)
+        lp = s - mx.logsumexp(s, axis=1, keepdims=True)
+        return -(w * mx.take_along_axis(lp, y[:, None], 1)[:, 0]).sum()
+
+    def top1(model) -> float:
+        hit = 0.0
+        for s0 in range(0, n, 16384):
+            j = np.arange(s0, min(n, s0 + 16384))
+            z, m, y, w = inputs(j)
+            hit += float((mx.argmax(mx.where(m, model(z), -1e9), axis=1) == y).astype(mx.float32).__mul__(
+                w).sum()) * len(j)
+        return hit / n
+
+    opt = optim.Adam(learning_rate=lr)
+    step = nn.value_and_grad(net, loss_fn)
+    loss = 0.0
+    for ep in range(epochs):
+        perm = rng.permutation(n)
+        for s0 in range(0, n, batch):
+            l, g = step(net, *inputs(perm[s0:s0 + batch]))
+            opt.update(net, g)
+            mx.eval(net.parameters(), opt.state)
+            loss = float(l)
+        log.info("fit epoch %d: loss %.4f", ep + 1, loss)
+    w1 = np.array(net.l1.weight).T
+    mlp = MLP(langs, w1.astype(np.float64), np.array(net.l1.bias, np.float64),
+              np.array(net.l2.weight, np.float64)[0], np.array(net.skip.weight, np.float64)[0])
+    # identity order for "before": the engine's first candidate is index 0
+    before = float((wt * (data["label"] == 0)).sum() / n)
+    return mlp, {"decisions": int(n), "top1_before": round(before, 4), "top1_after": round(top1(net), 4),
+                 "loss": round(loss, 4)}
+
+
+DECISION_KEYS = ("F", "mask", "label", "rest", "bucket", "language")
+"""The arrays of one collection (:func:`collect`)."""
+
+
+def save_decisions(data: dict[str, np.ndarray], path: Path, meta: dict | None = None) -> None:
+    """Write collected decisions (:func:`collect`) and what collected them (``meta``: files,
+    seed, ...) to an ``.npz``, to fit later or elsewhere."""
+    np.savez_compressed(path, **{k: data[k] for k in DECISION_KEYS}, meta=np.array(json.dumps(meta or {})))
+
+
+def load_decisions(paths: list[Path]) -> tuple[dict[str, np.ndarray], list[dict]]:
+    """Read and concatenate ``.npz`` files of :func:`save_decisions`: ``(decisions, [meta per file])``.
+
+    Raises:
+        OSError, ValueError, KeyError: a file is missing, not an ``.npz`` or lacks an array.
+    """
+    parts, metas = [], []
+    for p in paths:
+        with np.load(p, allow_pickle=False) as z:
+            parts.append({k: z[k] for k in DECISION_KEYS})
+            metas.append(json.loads(str(z["meta"])) if "meta" in z.files else {})
+    return {k: np.concatenate([d[k] for d in parts]) for k in DECISION_KEYS}, metas
+
+
 def main(a) -> int:
     """``laya tune --rerank``: collect on the tune packages, fit, write ``rerank.json``."""
     from engine.predictor import Predictor
@@ -179,21 +282,39 @@ def main(a) -> int:
         print("laya tune --rerank: give --out FILE (a candidate; the model folder's rerank.json is what "
               "the engine loads)", file=sys.stderr)
         return 2
-    corpus = Path(a.corpus)
-    langs = a.languages.split(",") if a.languages else None
-    files = pick_files(corpus, a.files, a.max_chars, seed=a.seed, split="tune", languages=langs)
-    p = Predictor.load(a.model)
-    p.warmup()
-    t0 = time.perf_counter()
-    data = collect(p, files, workspace=a.rerank_workspace)
-    log.info("collected %d decisions from %d files in %.0f s", len(data["label"]), len(files), time.perf_counter() - t0)
-    weights, stats = fit(data, shrink=a.rerank_shrink)
+    meta = {"fitted": datetime.date.today().isoformat(), "split": "tune", "weighting": "sqrt",
+            "model": a.rerank_model}
+    if a.decisions_in:
+        paths = [Path(x) for x in a.decisions_in.split(",")]
+        try:
+            data, metas = load_decisions(paths)
+        except (OSError, ValueError, KeyError) as e:
+            print(f"laya tune --rerank: cannot read the decisions {a.decisions_in} ({e})", file=sys.stderr)
+            return 2
+        meta["collections"] = [{"file": x.name, **m} for x, m in zip(paths, metas)]
+    else:
+        corpus = Path(a.corpus)
+        langs = a.languages.split(",") if a.languages else None
+        files = pick_files(corpus, a.files, a.max_chars, seed=a.seed, split="tune", languages=langs)
+        p = Predictor.load(a.model)
+        p.warmup()
+        t0 = time.perf_counter()
+        data = collect(p, files, workspace=a.rerank_workspace)
+        log.info("collected %d decisions from %d files in %.0f s", len(data["label"]), len(files),
+                 time.perf_counter() - t0)
+        collection = {"seed": a.seed, "files_per_language": a.files, "max_chars": a.max_chars,
+                      "workspace": a.rerank_workspace, "files": [f"{f.language}:{f.name}" for f in files]}
+        meta.update(collection)
+        if a.decisions_out:
+            save_decisions(data, Path(a.decisions_out), collection)
     out = Path(a.out)
-    meta = {"fitted": datetime.date.today().isoformat(), "split": "tune", "seed": a.seed,
-            "files_per_language": a.files, "max_chars": a.max_chars, "shrink": a.rerank_shrink,
-            "workspace": a.rerank_workspace, "weighting": "sqrt",
-            "files": [f"{f.language}:{f.name}" for f in files], **stats}
-    Reranker(weights, TOP_K, meta).save(out)
+    if a.rerank_model == "mlp":
+        mlp, stats = fit_mlp(data)
+        Reranker(None, TOP_K, {**meta, **stats}, mlp).save(out)
+    else:
+        weights, stats = fit(data, shrink=a.rerank_shrink)
+        meta["shrink"] = a.rerank_shrink
+        Reranker(weights, TOP_K, {**meta, **stats}).save(out)
     print(f"wrote {out}: {stats['decisions']} decisions, weighted top-1 of the candidates "
           f"{stats['top1_before']:.4f} -> {stats['top1_after']:.4f}")
     return 0

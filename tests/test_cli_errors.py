@@ -228,3 +228,13 @@ def test_fitting_the_reranker_needs_an_out_file():
     """``laya tune --rerank`` never overwrites the shipped ``rerank.json`` by default."""
     out = run(LAYA + ["tune", "--rerank"])
     assert_one_line_error(out, "--out", "rerank.json", code=2)
+
+
+@pytest.mark.parametrize("content", [None, b"not an npz"])
+def test_fitting_the_reranker_from_decisions_that_cannot_be_read(tmp_path, content):
+    f = tmp_path / "d.npz"
+    if content is not None:
+        f.write_bytes(content)
+    out = run(LAYA + ["tune", "--rerank", "--decisions-in", str(f), "--out", str(tmp_path / "r.json")])
+    assert_one_line_error(out, "cannot read the decisions", "d.npz", code=2)
+    assert not (tmp_path / "r.json").exists()

@@ -10,9 +10,9 @@ import pytest
 
 from engine.model_io import DEFAULT_MODEL_DIR, ModelLoadError
 from engine.predictor import Predictor
-from engine.rerank import BUCKETS, FEATURES, FILE, TOP_K, Reranker, recency_ranks
+from engine.rerank import BUCKETS, FEATURES, FILE, MLP, TOP_K, Reranker, recency_ranks
 from laya_tools.evaluate import EvalFile
-from laya_tools.rerank_fit import collect, fit, identity_weights
+from laya_tools.rerank_fit import collect, fit, fit_mlp, identity_weights, load_decisions, save_decisions
 
 TEXT = open(inspect.getsourcefile(textwrap), encoding="utf-8").read()[:8000]
 """A real file every Python install has (the model never trained on the standard library's
@@ -40,10 +40,45 @@ def _items(p, text, doc="file:///t.py"):
 
 def test_the_shipped_model_has_a_reranker_for_each_language():
     r = Reranker.load(DEFAULT_MODEL_DIR / FILE)
-    for lang in ("python", "go", "javascript", "typescript", "rust", "c", "*"):
-        w = r.weights_for(lang)
-        assert w is not None and w.shape == (BUCKETS, len(FEATURES))
+    assert r.mlp is not None
+    assert sorted(r.mlp.languages) == ["c", "go", "javascript", "python", "rust", "typescript"]
+    f = np.random.default_rng(0).normal(size=(TOP_K, len(FEATURES)))
+    for lang in ("python", "go", "javascript", "typescript", "rust", "c", "lua"):  # lua: the generic view
+        s = r.scorer(lang)(f, 1)
+        assert s.shape == (TOP_K,) and np.isfinite(s).all()
+    assert not np.allclose(r.scorer("go")(f, 0), r.scorer("python")(f, 0))
     assert r.meta["split"] == "tune"  # fitted on the tune packages, never on eval's
+
+
+def _mlp(seed=0, hidden=8, languages=("go", "python")):
+    rng = np.random.default_rng(seed)
+    d = len(FEATURES) + BUCKETS + len(languages)
+    return MLP(list(languages), rng.normal(size=(d, hidden)), rng.normal(size=hidden), rng.normal(size=hidden),
+               rng.normal(size=d))
+
+
+@pytest.mark.parametrize("lang", ["go", "python", "lua"])
+def test_the_mlp_scores_by_its_formula(lang):
+    m = _mlp()
+    f = np.random.default_rng(1).normal(size=(TOP_K, len(FEATURES)))
+    for typed in (0, 1, 5):
+        z = np.zeros((TOP_K, m.w1.shape[0]))
+        z[:, : len(FEATURES)] = f
+        z[:, len(FEATURES) + min(typed, BUCKETS - 1)] = 1
+        if lang in m.languages:
+            z[:, len(FEATURES) + BUCKETS + m.languages.index(lang)] = 1
+        ref = np.maximum(z @ m.w1 + m.b1, 0) @ m.w2 + z @ m.skip
+        got = m.score(f, typed, lang)
+        assert np.allclose(got - got[0], ref - ref[0])  # the same up to a constant: the same order
+
+
+def test_an_mlp_file_round_trips(tmp_path):
+    r = Reranker(None, 16, {"split": "tune"}, _mlp())
+    r.save(tmp_path / FILE)
+    back = Reranker.load(tmp_path / FILE)
+    f = np.random.default_rng(2).normal(size=(16, len(FEATURES)))
+    assert back.k == 16 and back.mlp.languages == ["go", "python"]
+    assert np.allclose(back.scorer("go")(f, 2), r.scorer("go")(f, 2), atol=1e-3)
 
 
 def test_identity_weights_keep_the_engines_order(predictor):
@@ -158,6 +193,26 @@ def test_fit_learns_which_feature_marks_the_answer():
     assert (weights["go"][:, FEATURES.index("on_line")] > 1).all()
 
 
+def test_fit_mlp_learns_which_feature_marks_the_answer(tmp_path):
+    rng = np.random.default_rng(0)
+    n, k = 2000, 8
+    F = rng.normal(size=(n, k, len(FEATURES))).astype(np.float32)
+    label = rng.integers(0, k, n)
+    F[np.arange(n), label, FEATURES.index("on_line")] += 3.0
+    data = {"F": F, "mask": np.ones((n, k), bool), "label": label, "rest": np.full(n, 5),
+            "bucket": rng.integers(0, BUCKETS, n), "language": np.array(["go", "c"] * (n // 2))}
+    half = {key: v[: n // 2] for key, v in data.items()}
+    save_decisions(half, tmp_path / "a.npz", {"seed": 3})
+    save_decisions({key: v[n // 2:] for key, v in data.items()}, tmp_path / "b.npz")
+    back, metas = load_decisions([tmp_path / "a.npz", tmp_path / "b.npz"])
+    assert all(np.array_equal(back[key], data[key]) for key in data) and metas == [{"seed": 3}, {}]
+    mlp, stats = fit_mlp(back, hidden=8, epochs=20, batch=256)
+    assert stats["top1_after"] > 0.8 > 0.3 > stats["top1_before"]
+    assert mlp.languages == ["c", "go"]
+    hits = [mlp.score(F[i].astype(np.float64), int(data["bucket"][i]), "go").argmax() == label[i] for i in range(200)]
+    assert np.mean(hits) > 0.8
+
+
 def test_collect_notes_the_right_candidate(predictor):
     files = [EvalFile("python", "textwrap.py", TEXT, None)]
     data = collect(predictor, files)
@@ -189,10 +244,16 @@ def copy(tmp_path):
     return dst
 
 
+LINEAR_CHANGES = ("shape", "nan", "weights list", "weight string")
+
+
 @pytest.mark.parametrize("change", ["features", "shape", "nan", "json", "weights list", "weight string",
-                                    "k inf", "k one", "k bool", "meta list", "nested"])
+                                    "k inf", "k one", "k bool", "meta list", "nested", "mlp nan", "mlp shape",
+                                    "mlp languages", "mlp object"])
 def test_a_bad_rerank_file_is_named(copy, change):
     path = copy / FILE
+    if change in LINEAR_CHANGES:
+        Reranker({lang: identity_weights() for lang in ("*", "python", "go")}).save(path)
     d = json.loads(path.read_text())
     if change == "features":
         d["features"] = d["features"][:-1]
@@ -206,6 +267,14 @@ def test_a_bad_rerank_file_is_named(copy, change):
         d["weights"]["go"][0][0] = "1.5"
     elif change == "meta list":
         d["meta"] = [1]
+    elif change == "mlp nan":
+        d["mlp"]["w1"][3][1] = float("nan")
+    elif change == "mlp shape":
+        d["mlp"]["w2"] = d["mlp"]["w2"][:-1]
+    elif change == "mlp languages":
+        d["mlp"]["languages"] = d["mlp"]["languages"][:-1]
+    elif change == "mlp object":
+        d["mlp"] = [1, 2]
     text = json.dumps(d)
     if change == "k inf":
         text = text.replace('"k": 32', '"k": 1e400')
