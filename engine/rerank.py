@@ -41,7 +41,6 @@ Features of one candidate ``w`` when ``typed`` is typed (shape ``(k, len(FEATURE
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np
@@ -70,6 +69,16 @@ long repetitive file pushed its most used name down (``self.assertE`` after 300
 
 FILE = "rerank.json"
 """Its file in a model folder."""
+
+
+MAX_WEIGHT = 1e4
+"""The largest weight a file may hold: the fits give a few units; far larger ones would overflow
+a score to inf or NaN."""
+
+
+def _number(x) -> bool:
+    """A finite JSON number (not a bool) no larger than :data:`MAX_WEIGHT` in magnitude."""
+    return type(x) in (int, float) and abs(x) <= MAX_WEIGHT
 
 
 class MLP:
@@ -122,16 +131,18 @@ class MLP:
         if not isinstance(d, dict) or not isinstance(d.get("languages"), list) or not all(
                 isinstance(x, str) for x in d["languages"]):
             raise ValueError("mlp is not an object with a languages list")
+        if len(set(d["languages"])) != len(d["languages"]):
+            raise ValueError("mlp languages repeat a language")
         d_in = len(FEATURES) + BUCKETS + len(d["languages"])
 
         def arr(name, shape):
             a = d.get(name)
             ok = isinstance(a, list) and len(a) == shape[0] and all(
                 (isinstance(row, list) and len(row) == shape[1] and all(
-                    type(x) in (int, float) and math.isfinite(x) for x in row)) if len(shape) == 2
-                else (type(row) in (int, float) and math.isfinite(row)) for row in a)
+                    _number(x) for x in row)) if len(shape) == 2 else _number(row) for row in a)
             if not ok:
-                raise ValueError(f"mlp {name} is not {' x '.join(map(str, shape))} finite numbers")
+                raise ValueError(f"mlp {name} is not {' x '.join(map(str, shape))} numbers within "
+                                 f"+-{MAX_WEIGHT:g}")
             return np.asarray(a, np.float64)
 
         w1 = d.get("w1")
@@ -192,13 +203,16 @@ class Reranker:
             if not isinstance(d.get("features"), list) or tuple(d["features"]) != FEATURES:
                 raise ValueError(f"features {d.get('features')} are not this engine's {list(FEATURES)}")
             weights = {}
+            if "mlp" in d and "weights" in d:
+                raise ValueError("holds both weights and an mlp")
             mlp = MLP.from_json(d["mlp"]) if "mlp" in d else None
             for lang, w in (d.get("weights") or {}).items():
                 ok = (isinstance(w, list) and len(w) == BUCKETS and all(
                     isinstance(row, list) and len(row) == len(FEATURES) and all(
-                        type(x) in (int, float) and math.isfinite(x) for x in row) for row in w))
+                        _number(x) for x in row) for row in w))
                 if not ok:
-                    raise ValueError(f"weights of {lang!r} are not {BUCKETS} x {len(FEATURES)} finite numbers")
+                    raise ValueError(f"weights of {lang!r} are not {BUCKETS} x {len(FEATURES)} numbers within "
+                                     f"+-{MAX_WEIGHT:g}")
                 weights[lang] = np.asarray(w, np.float64)
             k = d.get("k", TOP_K)
             if type(k) is not int or not 2 <= k <= 256:
@@ -207,7 +221,7 @@ class Reranker:
             if not isinstance(meta, dict):
                 raise ValueError("meta is not an object")
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError,
-                RecursionError) as e:
+                RecursionError, OverflowError) as e:
             raise ValueError(f"{path}: not a re-ranker file this engine reads ({e})") from e
         return cls(weights, k, meta, mlp)
 

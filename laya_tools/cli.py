@@ -428,7 +428,7 @@ def main(argv=None) -> int:
                    help="instead: fit the learned re-ranker (engine/rerank.py) and write rerank.json")
     p.add_argument("--seed", type=int, default=1, help="with --rerank: which tune files (default: %(default)s)")
     p.add_argument("--rerank-shrink", type=float, default=0.01,
-                   help="with --rerank: L2 pull of each language's weights to the shared ones (default: %(default)s)")
+                   help="with --rerank --rerank-model linear: L2 pull of each language's weights to the shared ones (default: %(default)s)")
     p.add_argument("--rerank-model", choices=("mlp", "linear"), default="mlp",
                    help="with --rerank: a two-layer network or a linear model per language (default: %(default)s)")
     p.add_argument("--decisions-out", default=None,

@@ -172,6 +172,11 @@ def fit(data: dict[str, np.ndarray], shrink: float = 0.01, l2: float = 1e-3, ite
                      "top1_after": round(float(top1), 4), "loss": round(float(loss), 4)}
 
 
+MIN_STEPS = 300
+""":func:`fit_mlp` takes at least this many Adam steps (more passes over a small collection; the
+shipped fit's 472,468 decisions took 4 passes of 116 steps)."""
+
+
 def fit_mlp(data: dict[str, np.ndarray], hidden: int = 32, epochs: int = 4, batch: int = 4096,
             lr: float = 0.01, seed: int = 0, language_dropout: float = 0.1):
     """Fit an ``engine.rerank.MLP`` by the loss of :func:`fit` (sqrt-weighted ListNet) with Adam
@@ -230,6 +235,8 @@ def fit_mlp(data: dict[str, np.ndarray], hidden: int = 32, epochs: int = 4, batc
     opt = optim.Adam(learning_rate=lr)
     step = nn.value_and_grad(net, loss_fn)
     loss = 0.0
+    per_epoch = -(-n // batch)
+    epochs = max(epochs, -(-MIN_STEPS // per_epoch))  # a small collection: more passes
     for ep in range(epochs):
         perm = rng.permutation(n)
         for s0 in range(0, n, batch):
@@ -261,14 +268,46 @@ def load_decisions(paths: list[Path]) -> tuple[dict[str, np.ndarray], list[dict]
     """Read and concatenate ``.npz`` files of :func:`save_decisions`: ``(decisions, [meta per file])``.
 
     Raises:
-        OSError, ValueError, KeyError: a file is missing, not an ``.npz`` or lacks an array.
+        ValueError: a file is missing, not an ``.npz`` of :func:`save_decisions` for this engine
+            (arrays, shapes, labels, finite features), or the files hold no decision (the message
+            names the file).
     """
+    import zipfile
+
+    from engine.rerank import BUCKETS, FEATURES
+
     parts, metas = [], []
     for p in paths:
-        with np.load(p, allow_pickle=False) as z:
-            parts.append({k: z[k] for k in DECISION_KEYS})
-            metas.append(json.loads(str(z["meta"])) if "meta" in z.files else {})
-    return {k: np.concatenate([d[k] for d in parts]) for k in DECISION_KEYS}, metas
+        try:
+            if not zipfile.is_zipfile(p):
+                raise ValueError("not an .npz file")
+            with np.load(p, allow_pickle=False) as z:
+                missing = [k for k in DECISION_KEYS if k not in z.files]
+                if missing:
+                    raise ValueError(f"no {', '.join(missing)} array")
+                d = {k: z[k] for k in DECISION_KEYS}
+                meta = json.loads(str(z["meta"])) if "meta" in z.files else {}
+            F, n = d["F"], len(d["label"])
+            if F.ndim != 3 or F.shape[0] != n or F.shape[2] != len(FEATURES):
+                raise ValueError(f"F is {F.shape}, not (decisions, candidates, {len(FEATURES)})")
+            if d["mask"].shape != F.shape[:2] or any(d[k].shape != (n,) for k in ("rest", "bucket", "language")):
+                raise ValueError("the arrays do not hold the same decisions")
+            if not np.isfinite(F).all() or d["language"].dtype.kind != "U" or not isinstance(meta, dict):
+                raise ValueError("features not finite, languages not text or meta not an object")
+            if n and ((d["label"] < 0).any() or (d["label"] >= F.shape[1]).any()
+                      or not d["mask"][np.arange(n), d["label"]].all()
+                      or (d["bucket"] < 0).any() or (d["bucket"] >= BUCKETS).any()):
+                raise ValueError("a label or typed-length bucket out of range")
+        except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, json.JSONDecodeError) as e:
+            raise ValueError(f"{p}: {e}") from e
+        parts.append(d)
+        metas.append(meta)
+    if len({part["F"].shape[1] for part in parts}) > 1:
+        raise ValueError(f"{', '.join(map(str, paths))}: the files re-rank different numbers of candidates")
+    data = {k: np.concatenate([d[k] for d in parts]) for k in DECISION_KEYS}
+    if not len(data["label"]):
+        raise ValueError(f"{', '.join(map(str, paths))}: no decisions")
+    return data, metas
 
 
 def main(a) -> int:
@@ -282,14 +321,26 @@ def main(a) -> int:
         print("laya tune --rerank: give --out FILE (a candidate; the model folder's rerank.json is what "
               "the engine loads)", file=sys.stderr)
         return 2
+    problem = None
+    if a.decisions_in and a.decisions_out:
+        problem = "--decisions-in fits saved decisions; --decisions-out saves a new collection: give one"
+    elif a.decisions_out and not a.decisions_out.endswith(".npz"):
+        problem = f"--decisions-out {a.decisions_out}: name an .npz file"
+    else:
+        for x in (a.out, a.decisions_out):
+            if x and not Path(x).resolve().parent.is_dir():
+                problem = f"{x}: its folder does not exist"
+    if problem:
+        print(f"laya tune --rerank: {problem}", file=sys.stderr)
+        return 2
     meta = {"fitted": datetime.date.today().isoformat(), "split": "tune", "weighting": "sqrt",
             "model": a.rerank_model}
     if a.decisions_in:
         paths = [Path(x) for x in a.decisions_in.split(",")]
         try:
             data, metas = load_decisions(paths)
-        except (OSError, ValueError, KeyError) as e:
-            print(f"laya tune --rerank: cannot read the decisions {a.decisions_in} ({e})", file=sys.stderr)
+        except ValueError as e:
+            print(f"laya tune --rerank: cannot read the decisions ({e})", file=sys.stderr)
             return 2
         meta["collections"] = [{"file": x.name, **m} for x, m in zip(paths, metas)]
     else:
@@ -307,10 +358,18 @@ def main(a) -> int:
         meta.update(collection)
         if a.decisions_out:
             save_decisions(data, Path(a.decisions_out), collection)
+    if not len(data["label"]):
+        print("laya tune --rerank: no decisions were collected (no tune files for these languages?)",
+              file=sys.stderr)
+        return 2
     out = Path(a.out)
     if a.rerank_model == "mlp":
         mlp, stats = fit_mlp(data)
         Reranker(None, TOP_K, {**meta, **stats}, mlp).save(out)
+        if stats["top1_after"] <= stats["top1_before"]:
+            print(f"laya tune --rerank: warning: the fit ranks the collected decisions no better than the "
+                  f"engine's own order ({stats['top1_after']:.4f} <= {stats['top1_before']:.4f}); too few "
+                  f"decisions?", file=sys.stderr)
     else:
         weights, stats = fit(data, shrink=a.rerank_shrink)
         meta["shrink"] = a.rerank_shrink

@@ -238,3 +238,13 @@ def test_fitting_the_reranker_from_decisions_that_cannot_be_read(tmp_path, conte
     out = run(LAYA + ["tune", "--rerank", "--decisions-in", str(f), "--out", str(tmp_path / "r.json")])
     assert_one_line_error(out, "cannot read the decisions", "d.npz", code=2)
     assert not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--decisions-out", "d"], "name an .npz file"),
+    (["--decisions-out", "x.npz", "--decisions-in", "y.npz"], "give one"),
+    (["--decisions-out", "/nonexistent-dir/d.npz"], "folder does not exist"),
+])
+def test_reranker_decision_files_are_checked_before_collecting(tmp_path, args, words):
+    out = run(LAYA + ["tune", "--rerank", "--out", str(tmp_path / "r.json")] + args)
+    assert_one_line_error(out, "laya tune --rerank:", words, code=2)

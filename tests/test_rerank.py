@@ -213,6 +213,36 @@ def test_fit_mlp_learns_which_feature_marks_the_answer(tmp_path):
     assert np.mean(hits) > 0.8
 
 
+@pytest.mark.parametrize("bad", ["label", "features", "bucket", "nan", "empty", "not npz", "language"])
+def test_bad_decisions_are_named(tmp_path, bad):
+    from laya_tools.rerank_fit import DECISION_KEYS
+
+    n, k = 20, 4
+    data = {"F": np.zeros((n, k, len(FEATURES)), np.float32), "mask": np.ones((n, k), bool),
+            "label": np.zeros(n, np.int64), "rest": np.full(n, 3), "bucket": np.zeros(n, np.int64),
+            "language": np.array(["go"] * n)}
+    path = tmp_path / "d.npz"
+    if bad == "label":
+        data["label"][3] = k
+    elif bad == "features":
+        data["F"] = data["F"][:, :, :-1]
+    elif bad == "bucket":
+        data["bucket"][0] = BUCKETS
+    elif bad == "nan":
+        data["F"][1, 1, 1] = np.nan
+    elif bad == "empty":
+        data = {key: v[:0] for key, v in data.items()}
+    elif bad == "language":
+        data["language"] = np.arange(n)
+    if bad == "not npz":
+        np.save(path.with_suffix(".npy"), data["F"])
+        path.write_bytes(path.with_suffix(".npy").read_bytes())
+    else:
+        np.savez(path, **{key: data[key] for key in DECISION_KEYS})
+    with pytest.raises(ValueError, match="d.npz"):
+        load_decisions([path])
+
+
 def test_collect_notes_the_right_candidate(predictor):
     files = [EvalFile("python", "textwrap.py", TEXT, None)]
     data = collect(predictor, files)
@@ -249,7 +279,8 @@ LINEAR_CHANGES = ("shape", "nan", "weights list", "weight string")
 
 @pytest.mark.parametrize("change", ["features", "shape", "nan", "json", "weights list", "weight string",
                                     "k inf", "k one", "k bool", "meta list", "nested", "mlp nan", "mlp shape",
-                                    "mlp languages", "mlp object"])
+                                    "mlp languages", "mlp object", "mlp and weights", "mlp repeated language",
+                                    "mlp huge", "mlp big integer"])
 def test_a_bad_rerank_file_is_named(copy, change):
     path = copy / FILE
     if change in LINEAR_CHANGES:
@@ -275,6 +306,12 @@ def test_a_bad_rerank_file_is_named(copy, change):
         d["mlp"]["languages"] = d["mlp"]["languages"][:-1]
     elif change == "mlp object":
         d["mlp"] = [1, 2]
+    elif change == "mlp and weights":
+        d["weights"] = [1, 2]
+    elif change == "mlp repeated language":
+        d["mlp"]["languages"][1] = d["mlp"]["languages"][0]
+    elif change == "mlp huge":
+        d["mlp"]["w2"] = [1e308] * len(d["mlp"]["w2"])
     text = json.dumps(d)
     if change == "k inf":
         text = text.replace('"k": 32', '"k": 1e400')
@@ -282,6 +319,9 @@ def test_a_bad_rerank_file_is_named(copy, change):
         text = text.replace('"k": 32', '"k": 1')
     elif change == "k bool":
         text = text.replace('"k": 32', '"k": true')
+    if change == "mlp big integer":  # a JSON integer too large for a float (OverflowError in Python)
+        d["mlp"]["b1"][0] = 12345.5
+        text = json.dumps(d).replace("12345.5", "1" + "0" * 400)
     path.write_text({"json": "{", "nested": "[" * 100_000}.get(change, text))
     with pytest.raises(ModelLoadError, match=r"rerank\.json"):
         Predictor.load(copy)
