@@ -105,15 +105,16 @@ class EngineConfig:
     56.1, TypeScript 54.9 -> 55.2%, with the workspace +0.1 to +0.5, ghost-text characters +3.3%."""
     rerank: bool = True
     """Re-rank the engine's best candidates with the model folder's learned re-ranker
-    (``rerank.json``, ``engine.rerank``), when it has one. Since 2026-12-03, fitted on the tune
-    packages (24 files x 8,000 characters per language, typed alone and with their package as the
-    workspace: 193,500 decisions). Keystrokes saved, eval packages (6 files x 8,000 characters
-    per language, in process, without / with the workspace), off -> on: C 53.9 -> 54.2 / 66.6 ->
-    67.6, Go 51.5 -> 53.2 / 58.2 -> 59.6, JavaScript 53.1 -> 53.9 / 56.2 -> 57.5, Python 59.4 ->
-    59.5 / 62.7 -> 62.9, Rust 56.1 -> 56.5 / 59.4 -> 60.0, TypeScript 55.2 -> 56.0 / 66.4 ->
-    66.9%; top-5 with nothing typed up in every language, top-1 within -1.2 .. +1.0 points but
-    TypeScript's with the workspace (51.6 -> 48.7%). Cost: a network decision 1.17x, a keystroke
-    inside a word +0.2 ms at the median (``laya bench --ablate rerank``, interleaved)."""
+    (``rerank.json``, ``engine.rerank``), when it has one. Since 2026-12-03 (night), a two-layer
+    network fitted on the tune packages (48 files x 8,000 characters per language, typed alone and
+    with their package as the workspace: 472,468 decisions). Keystrokes saved, eval packages (6
+    files x 8,000 characters per language, in process, without / with the workspace), off ->
+    linear (the first file, 2026-12-03 evening) -> network: C 53.9 -> 54.2 -> 54.8 / 66.6 -> 67.6
+    -> 68.7, Go 51.5 -> 53.2 -> 54.5 / 58.2 -> 59.6 -> 61.2, JavaScript 53.1 -> 53.9 -> 55.3 / 56.2
+    -> 57.5 -> 58.7, Python 59.4 -> 59.5 -> 60.1 / 62.7 -> 62.9 -> 63.8, Rust 56.1 -> 56.5 -> 57.1 /
+    59.4 -> 60.0 -> 60.6, TypeScript 55.2 -> 56.0 -> 57.1 / 66.4 -> 66.9 -> 68.4%. Cost: a network
+    decision 1.20x, a keystroke inside a word +0.2 ms at the median (``laya bench --ablate
+    rerank``, interleaved)."""
     cache_theta: float = 0.3
     """Sharpness of the neural cache's similarity (``exp(theta * h_i . h)``)."""
     word_prior_alpha: float = 0.5
