@@ -393,7 +393,8 @@ class Predictor:
                 raise ModelLoadError(str(e)) from e
         p = cls(b, tok, lexicons, cfg, folder, reranker)
         log.info("loaded %s (%s backend%s) in %.0f ms", folder, b.name,
-                 ", learned re-ranker" if reranker is not None else "", (time.perf_counter() - t0) * 1e3)
+                 (", learned re-ranker (" + ("network" if reranker.mlp is not None else "linear") + ")")
+                 if reranker is not None else "", (time.perf_counter() - t0) * 1e3)
         return p
 
     def warmup(self) -> None:

@@ -283,6 +283,13 @@ def _cmd_system2(a) -> int:
 
 
 def _cmd_tune(a) -> int:
+    if not a.rerank:
+        given = [f for f, v in (("--out", a.out), ("--decisions-in", a.decisions_in),
+                                ("--decisions-out", a.decisions_out)) if v is not None]
+        if given:
+            print(f"laya tune: {', '.join(given)} only apply with --rerank (without it, laya tune prints "
+                  "ranking options)", file=sys.stderr)
+            return 2
     if a.rerank:
         from . import rerank_fit
 
@@ -434,7 +441,8 @@ def main(argv=None) -> int:
     p.add_argument("--decisions-out", default=None,
                    help="with --rerank: also save the collected decisions to this .npz")
     p.add_argument("--decisions-in", default=None,
-                   help="with --rerank: fit from these .npz files (comma-separated) instead of collecting")
+                   help="with --rerank: fit from these .npz files (comma-separated) instead of collecting "
+                        "(--files, --languages, --seed, --model are then not used)")
     p.add_argument("--rerank-workspace", action="store_true",
                    help="with --rerank: also type each file with the rest of its package as the workspace")
     p.add_argument("--out", default=None,

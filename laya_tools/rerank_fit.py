@@ -279,6 +279,8 @@ def load_decisions(paths: list[Path]) -> tuple[dict[str, np.ndarray], list[dict]
     parts, metas = [], []
     for p in paths:
         try:
+            if not Path(p).is_file():
+                raise ValueError("no such file")
             if not zipfile.is_zipfile(p):
                 raise ValueError("not an .npz file")
             with np.load(p, allow_pickle=False) as z:
@@ -322,7 +324,10 @@ def main(a) -> int:
               "the engine loads)", file=sys.stderr)
         return 2
     problem = None
-    if a.decisions_in and a.decisions_out:
+    names = a.decisions_in.split(",") if a.decisions_in is not None else []
+    if a.decisions_in is not None and (not all(x.strip() for x in names) or len(set(names)) != len(names)):
+        problem = f"--decisions-in {a.decisions_in!r}: name each .npz file once, separated by commas"
+    elif a.decisions_in and a.decisions_out:
         problem = "--decisions-in fits saved decisions; --decisions-out saves a new collection: give one"
     elif a.decisions_out and not a.decisions_out.endswith(".npz"):
         problem = f"--decisions-out {a.decisions_out}: name an .npz file"
@@ -330,13 +335,15 @@ def main(a) -> int:
         for x in (a.out, a.decisions_out):
             if x and not Path(x).resolve().parent.is_dir():
                 problem = f"{x}: its folder does not exist"
+            elif x and Path(x).is_dir():
+                problem = f"{x} is a folder: name the file to write"
     if problem:
         print(f"laya tune --rerank: {problem}", file=sys.stderr)
         return 2
     meta = {"fitted": datetime.date.today().isoformat(), "split": "tune", "weighting": "sqrt",
             "model": a.rerank_model}
-    if a.decisions_in:
-        paths = [Path(x) for x in a.decisions_in.split(",")]
+    if a.decisions_in is not None:
+        paths = [Path(x) for x in names]
         try:
             data, metas = load_decisions(paths)
         except ValueError as e:
@@ -358,6 +365,7 @@ def main(a) -> int:
         meta.update(collection)
         if a.decisions_out:
             save_decisions(data, Path(a.decisions_out), collection)
+            print(f"saved {len(data['label'])} decisions to {a.decisions_out}")
     if not len(data["label"]):
         print("laya tune --rerank: no decisions were collected (no tune files for these languages?)",
               file=sys.stderr)

@@ -244,7 +244,18 @@ def test_fitting_the_reranker_from_decisions_that_cannot_be_read(tmp_path, conte
     (["--decisions-out", "d"], "name an .npz file"),
     (["--decisions-out", "x.npz", "--decisions-in", "y.npz"], "give one"),
     (["--decisions-out", "/nonexistent-dir/d.npz"], "folder does not exist"),
+    (["--decisions-in", ""], "name each .npz file once"),
+    (["--decisions-in", "a.npz,a.npz"], "name each .npz file once"),
+    (["--decisions-in", "/nonexistent-dir/d.npz"], "no such file"),
+    (["--decisions-out", "d.npz", "--out", "/tmp"], "is a folder"),
 ])
 def test_reranker_decision_files_are_checked_before_collecting(tmp_path, args, words):
     out = run(LAYA + ["tune", "--rerank", "--out", str(tmp_path / "r.json")] + args)
     assert_one_line_error(out, "laya tune --rerank:", words, code=2)
+
+
+def test_reranker_flags_without_rerank_are_refused(tmp_path):
+    """Without ``--rerank``, ``laya tune`` prints ranking options: a forgotten ``--rerank`` must not
+    silently do that instead of fitting."""
+    out = run(LAYA + ["tune", "--decisions-in", "a.npz", "--out", str(tmp_path / "r.json")])
+    assert_one_line_error(out, "laya tune:", "only apply with --rerank", code=2)

@@ -245,7 +245,8 @@ async def test_added_workspace_folder_is_indexed(client: LanguageClient, ws_root
     assert labels and labels[0] == "snorkel_folder_added", labels
     # both folders are indexed: the first one's names are still offered. (Which of its two
     # ``frob`` names comes first on a file's first line is a near-tie, log prior -1.85 against
-    # -1.87 and every other signal equal: the two-layer re-ranker puts the shorter ``frobnicate`` first.)
+    # -1.87, the other signals the same but length and place: the two-layer re-ranker puts the
+    # shorter ``frobnicate`` first.)
     assert "frobnicate_widget" in await labels_after(client, ws_root, "x = frob")
 
 # --- the option, through the replay client (the eval's client) -----------------------------------
