@@ -81,6 +81,17 @@ def _number(x) -> bool:
     return type(x) in (int, float) and abs(x) <= MAX_WEIGHT
 
 
+def _array(a, shape: tuple[int, ...]) -> np.ndarray:
+    """``a`` (nested JSON lists) as a float array of ``shape`` (1 or 2 dimensions) of
+    :func:`_number` s. Raises ValueError otherwise."""
+    ok = isinstance(a, list) and len(a) == shape[0] and all(
+        (isinstance(row, list) and len(row) == shape[1] and all(_number(x) for x in row))
+        if len(shape) == 2 else _number(row) for row in a)
+    if not ok:
+        raise ValueError(f"not {' x '.join(map(str, shape))} numbers within +-{MAX_WEIGHT:g}")
+    return np.asarray(a, np.float64)
+
+
 class MLP:
     """A two-layer scorer: ``s = relu(z @ w1 + b1) @ w2 + z @ skip`` per candidate, where ``z`` is
     the candidate's :data:`FEATURES` followed by one-hots of the typed length (:data:`BUCKETS`) and
@@ -136,14 +147,10 @@ class MLP:
         d_in = len(FEATURES) + BUCKETS + len(d["languages"])
 
         def arr(name, shape):
-            a = d.get(name)
-            ok = isinstance(a, list) and len(a) == shape[0] and all(
-                (isinstance(row, list) and len(row) == shape[1] and all(
-                    _number(x) for x in row)) if len(shape) == 2 else _number(row) for row in a)
-            if not ok:
-                raise ValueError(f"mlp {name} is not {' x '.join(map(str, shape))} numbers within "
-                                 f"+-{MAX_WEIGHT:g}")
-            return np.asarray(a, np.float64)
+            try:
+                return _array(d.get(name), shape)
+            except ValueError as e:
+                raise ValueError(f"mlp {name} is {e}") from None
 
         w1 = d.get("w1")
         hidden = len(w1[0]) if isinstance(w1, list) and w1 and isinstance(w1[0], list) else 0
@@ -171,6 +178,7 @@ class Reranker:
         self.k = k
         self.meta = meta or {}
         self.mlp = mlp
+        self._scorers: dict = {}  # language -> scorer (``scorer`` runs at every decision)
 
     def weights_for(self, language: str) -> np.ndarray | None:
         """``(BUCKETS, len(FEATURES))`` for ``language``, the ``"*"`` ones, or None."""
@@ -180,13 +188,11 @@ class Reranker:
     def scorer(self, language: str):
         """``score(f, typed_len) -> (k,)`` for ``language``'s decisions (``f``: ``(k,
         len(FEATURES))``), or None when this re-ranker has nothing for it."""
-        if self.mlp is not None:
-            mlp = self.mlp
-            return lambda f, n: mlp.score(f, n, language)
-        w = self.weights_for(language)
-        if w is None:
-            return None
-        return lambda f, n: f @ w[min(n, len(w) - 1)]
+        if language not in self._scorers:
+            mlp, w = self.mlp, self.weights_for(language)
+            self._scorers[language] = ((lambda f, n: mlp.score(f, n, language)) if mlp is not None else
+                                       None if w is None else (lambda f, n: f @ w[min(n, len(w) - 1)]))
+        return self._scorers[language]
 
     @classmethod
     def load(cls, path: Path) -> "Reranker":
@@ -207,13 +213,10 @@ class Reranker:
                 raise ValueError("holds both weights and an mlp")
             mlp = MLP.from_json(d["mlp"]) if "mlp" in d else None
             for lang, w in (d.get("weights") or {}).items():
-                ok = (isinstance(w, list) and len(w) == BUCKETS and all(
-                    isinstance(row, list) and len(row) == len(FEATURES) and all(
-                        _number(x) for x in row) for row in w))
-                if not ok:
-                    raise ValueError(f"weights of {lang!r} are not {BUCKETS} x {len(FEATURES)} numbers within "
-                                     f"+-{MAX_WEIGHT:g}")
-                weights[lang] = np.asarray(w, np.float64)
+                try:
+                    weights[lang] = _array(w, (BUCKETS, len(FEATURES)))
+                except ValueError as e:
+                    raise ValueError(f"weights of {lang!r} are {e}") from None
             k = d.get("k", TOP_K)
             if type(k) is not int or not 2 <= k <= 256:
                 raise ValueError(f"k={k!r} is not an integer in 2..256")

@@ -283,17 +283,16 @@ def _cmd_system2(a) -> int:
 
 
 def _cmd_tune(a) -> int:
-    if not a.rerank:
-        given = [f for f, v in (("--out", a.out), ("--decisions-in", a.decisions_in),
-                                ("--decisions-out", a.decisions_out)) if v is not None]
-        if given:
-            print(f"laya tune: {', '.join(given)} only apply with --rerank (without it, laya tune prints "
-                  "ranking options)", file=sys.stderr)
-            return 2
     if a.rerank:
         from . import rerank_fit
 
         return rerank_fit.main(a)
+    given = [f for f, v in (("--out", a.out), ("--decisions-in", a.decisions_in),
+                            ("--decisions-out", a.decisions_out)) if v is not None]
+    if given:
+        print(f"laya tune: {', '.join(given)} only apply with --rerank (without it, laya tune prints "
+              "ranking options)", file=sys.stderr)
+        return 2
     from . import tune
 
     return tune.main(a)

@@ -224,13 +224,11 @@ def fit_mlp(data: dict[str, np.ndarray], hidden: int = 32, epochs: int = 4, batc
         return -(w * mx.take_along_axis(lp, y[:, None], 1)[:, 0]).sum()
 
     def top1(model) -> float:
-        hit = 0.0
-        for s0 in range(0, n, 16384):
-            j = np.arange(s0, min(n, s0 + 16384))
-            z, m, y, w = inputs(j)
-            hit += float((mx.argmax(mx.where(m, model(z), -1e9), axis=1) == y).astype(mx.float32).__mul__(
-                w).sum()) * len(j)
-        return hit / n
+        """The share of ``wt`` whose right candidate the model puts first."""
+        best = np.concatenate([np.array(mx.argmax(mx.where(m, model(z), -1e9), axis=1))
+                               for z, m, _, _ in (inputs(np.arange(s0, min(n, s0 + 16384)))
+                                                  for s0 in range(0, n, 16384))])
+        return float((wt * (best == data["label"])).sum() / n)
 
     opt = optim.Adam(learning_rate=lr)
     step = nn.value_and_grad(net, loss_fn)
