@@ -424,26 +424,27 @@ def from_import_at(text: str) -> tuple[str, set[str]] | None:
     return m.group(1), {w for w in re.findall(r"\w+", rest)}
 
 
-def load_module_members(folder) -> dict[str, dict]:
-    """The model folder's :data:`MEMBERS_FILE` (``{}`` when it has none, or it does not parse: the
-    ``from`` term is then off; logged with the file's name)."""
+def load_module_members(folder, name: str = MEMBERS_FILE) -> dict[str, dict]:
+    """The model folder's :data:`MEMBERS_FILE` (or ``name``: Go's ``engine.go_imports.MEMBERS_FILE``
+    has the same shape); ``{}`` when it has none, or it does not parse: the ``from`` term is then
+    off (logged with the file's name)."""
     import json
     import logging
     from pathlib import Path
 
     if folder is None:
         return {}
-    path = Path(folder) / MEMBERS_FILE
+    path = Path(folder) / name
     try:
         data = json.loads(path.read_text("utf-8"))
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as e:
-        logging.getLogger(__name__).error("%s: %s; the from-import term is off", path, e)
+        logging.getLogger(__name__).error("%s: %s; its names are not offered", path, e)
         return {}
     if not _well_formed(data):
         logging.getLogger(__name__).error("%s is not a table of modules and their names (as laya export "
-                                          "writes it); the from-import term is off", path)
+                                          "writes it); its names are not offered", path)
         return {}
     return data
 

@@ -135,7 +135,8 @@ class PoolBuilder:
                 the word is being defined (``engine.imports``); those the document does not
                 hold yet share the ``expect`` weight.
             members: inside a Python ``from M import`` statement, what code imports from ``M``
-                (name -> times; ``engine.imports``): they share the ``from`` weight by count.
+                (name -> times; ``engine.imports``), or after an imported Go package's dot what
+                code uses from it (``engine.go_imports``): they share the ``from`` weight by count.
         """
         doc = doc if doc is not None else self._empty_doc
         self.doc = doc

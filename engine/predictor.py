@@ -40,6 +40,7 @@ import numpy as np
 from .compounds import MAX_COMPOUNDS
 from .config import EngineConfig, load_variant, model_path
 from .context import ContextWindow, LineCache
+from . import go_imports
 from .imports import (DEFINES, from_import_at, load_module_members,
                       module_name_at, next_parts, resolve_module)
 from .languages import BY_NAME, UNKNOWN, Language
@@ -165,6 +166,8 @@ class Predictor:
         self._workspace: dict[str, CorpusLexicon] = {}
         self._expected: dict[str, tuple] = {}  # doc id -> (import index, names): _expected_names
         self._members: dict[str, dict] | None = None  # imports-python.json, read on first use
+        self._go_members: dict[str, dict] | None = None  # imports-go.json, read on first use
+        self._exported_only = False  # the word follows an imported Go package's dot (per context)
         self._pools: dict[str, PoolBuilder] = {}
         self._doc_lang: dict[str, Language] = {}
         self.language: Language = UNKNOWN
@@ -568,6 +571,14 @@ class Predictor:
             members = self._module_members(ctx_text)
         if self.language.name == "python" and members is None:
             members = self._module_names(ctx_text)
+        self._exported_only = False
+        if self.language.name == "go":
+            at = go_imports.package_at(ctx_text)
+            if at is not None:  # ``strings.``: an exported name of the package, its most used first
+                self._exported_only = True
+                if self._go_members is None:
+                    self._go_members = load_module_members(self.folder, go_imports.MEMBERS_FILE)
+                members = dict(self._go_members.get("members", {}).get(at[1], ())) or None
         self.pool.begin(context_keys(before), doc, self.window.idents,
                         self.window.line_idents, self.window.recent_idents, before,
                         self._expected_names() if defining else (), members)
@@ -819,7 +830,8 @@ class Predictor:
         while True:
             ix = cand.tolist()
             for i, w in zip(ix, words.take(ix)):  # pool words (``_LazyWords``), read in one pass
-                if len(w) > n and w not in seen and w not in self._no_words and w != self._repeated:
+                if len(w) > n and w not in seen and w not in self._no_words and w != self._repeated and (
+                        not self._exported_only or w[:1].isupper()):
                     seen.add(w)
                     top.append(i)
                     ws.append(w)
@@ -932,7 +944,8 @@ class Predictor:
         last = None  # the name before the member access (``_repeated_name``), if it is an item
         for i in order:
             w = words[i]
-            if len(w) > len(typed) and w not in seen and w not in self._no_words:
+            if len(w) > len(typed) and w not in seen and w not in self._no_words and (
+                    not self._exported_only or w[:1].isupper()):
                 seen.add(w)
                 c = Candidate(w, float(score[i]), "keyword" if w in lang.keywords else plain)
                 if w == self._repeated:

@@ -535,7 +535,9 @@ def lexicon_texts(corpus_dir: Path, language: Language) -> list[str]:
 def write_lexicon(corpus_dir: Path, out_dir: Path) -> None:
     """Count each language of the training split into ``out_dir/lexicon-<language>.npz``, and what
     its Python code imports from each module into ``out_dir/imports-python.json``
-    (``engine.imports.module_members``)."""
+    (``engine.imports.module_members``), and what its Go code uses from each imported package into
+    ``out_dir/imports-go.json`` (``engine.go_imports.package_members``)."""
+    from engine import go_imports
     from engine.imports import MEMBERS_FILE, module_members
     from engine.lexicon import CorpusLexicon
 
@@ -551,3 +553,8 @@ def write_lexicon(corpus_dir: Path, out_dir: Path) -> None:
             (out_dir / MEMBERS_FILE).write_text(json.dumps(members, separators=(",", ":"), sort_keys=True))
             log.info("%s: names of %d modules, %d module names", MEMBERS_FILE, len(members["members"]),
                      len(members["modules"]))
+        elif lang == "go":
+            members = go_imports.package_members((pkg, corpus.read_text(f)) for language, pkg, f in
+                                                 corpus.iter_files(corpus_dir, "train", ["go"]))
+            (out_dir / go_imports.MEMBERS_FILE).write_text(json.dumps(members, separators=(",", ":"), sort_keys=True))
+            log.info("%s: names of %d packages", go_imports.MEMBERS_FILE, len(members["members"]))
