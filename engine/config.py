@@ -61,6 +61,12 @@ class EngineConfig:
     context (``Predictor.idle_step``): when the user ends that word, the next decision prefills
     only the separator after it. The server does it on its engine thread when idle; in process,
     callers run ``idle_step`` themselves."""
+    overlap_pool: bool = True
+    """At a decision that runs the network, prepare the candidate pool's context part
+    (``Predictor._begin_pool``: the n-gram followers, the window's words) on a helper thread while
+    the calling thread runs the forward pass, whose compiled kernels release the GIL
+    (``engine.kernels_numba``): the two overlap on a second core. The network's state stays on
+    the calling thread (MLX's rule); the helper touches only the pool. Off: one after the other."""
     line_max_tokens: int = 12
     """Greedy tokens for the rest-of-line candidate (0 disables it)."""
     line_min_prob: float = 0.35

@@ -36,6 +36,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+from concurrent.futures import ThreadPoolExecutor
 
 from .compounds import MAX_COMPOUNDS
 from .config import EngineConfig, load_variant, model_path
@@ -209,6 +210,10 @@ class Predictor:
         self._prefetch_ctx: list[int] | None = None  # its tokens, once computed
         # prefill after edits no request followed (``LAYA_PREFETCH=0``: off, for side-by-side benchmarks)
         self.prefetching = os.environ.get("LAYA_PREFETCH", "1") != "0"
+        # the pool's context on a helper thread during the forward pass (``EngineConfig.overlap_pool``;
+        # ``LAYA_OVERLAP=0``: off, for side-by-side benchmarks)
+        self.overlap = config.overlap_pool and os.environ.get("LAYA_OVERLAP", "1") != "0"
+        self._helper: ThreadPoolExecutor | None = None
         vocab = tokenizer.get_vocab()
         self._id_to_text = {i: t for t, i in vocab.items()}
         self.window.alternates = self.kv.windows.windows  # coming back keeps a stored window's start
@@ -710,14 +715,26 @@ class Predictor:
             self.stats["reused"] += 1
         else:
             if ctx != self._ctx or not self._synced:
-                # None right after a jump or a paste: the window is prefilled later, and this
-                # decision is the n-gram prior's alone (``KVSync.prior_after_jump``)
-                self._hidden = self.kv.sync(ctx)
+                job = None
+                if self.overlap:  # the pool's context on the helper while this thread runs the network
+                    if self._helper is None:
+                        self._helper = ThreadPoolExecutor(1, thread_name_prefix="laya-pool")
+                    job = self._helper.submit(self._begin_pool, ctx_text, doc)
+                try:
+                    # None right after a jump or a paste: the window is prefilled later, and this
+                    # decision is the n-gram prior's alone (``KVSync.prior_after_jump``)
+                    self._hidden = self.kv.sync(ctx)
+                finally:
+                    if job is not None:
+                        job.result()  # (re-raises what the helper raised)
                 self._synced = True
                 self._ctx = ctx
                 self._first_known[:] = False
                 self._line_cache.clear()
-            self._begin_pool(ctx_text, doc)
+                if job is None:
+                    self._begin_pool(ctx_text, doc)
+            else:
+                self._begin_pool(ctx_text, doc)
             self._recency = None
             self._no_words = _reserved_here(lang, ctx_text)  # per context, as the pool
             self._repeated = _repeated_name(lang, ctx_text)

@@ -192,13 +192,15 @@ def main(a) -> int:
 
         off = [k.strip() for k in a.ablate.split(",") if k.strip()]
         p = Predictor.load(a.model, backend=names[0])
-        unknown = [k for k in off if k not in p.config.prior_weights and k != "rerank"]
+        switches = ("rerank", "overlap")
+        unknown = [k for k in off if k not in p.config.prior_weights and k not in switches]
         if unknown:
             print(f"laya bench --ablate: no prior weight {', '.join(unknown)} "
-                  f"(known: {', '.join(p.config.prior_weights)}; or rerank)", file=sys.stderr)
+                  f"(known: {', '.join(p.config.prior_weights)}; or rerank, overlap)", file=sys.stderr)
             return 2
-        p.config = replace(p.config, rerank="rerank" not in off,
-                           prior_weights={**p.config.prior_weights, **{k: 0.0 for k in off if k != "rerank"}})
+        p.config = replace(p.config, rerank="rerank" not in off, overlap_pool="overlap" not in off,
+                           prior_weights={**p.config.prior_weights, **{k: 0.0 for k in off if k not in switches}})
+        p.overlap = p.config.overlap_pool
         p._pools.clear()
         p.pool = p._pool_for(p.language)
         p.observe_document("bench", text)

@@ -462,7 +462,7 @@ def main(argv=None) -> int:
                    help="with --jumps: pause between keystrokes (default 0: back to back, the seed method)")
     p.add_argument("--kernels", action="store_true", help="also time each CPU option for the step's projections")
     p.add_argument("--ablate", default=None, metavar="WEIGHTS",
-                   help="also time the first backend with these prior weights at 0 (e.g. long,wlong; rerank: the re-ranker off)")
+                   help="also time the first backend with these prior weights at 0 (e.g. long,wlong; rerank: the re-ranker off; overlap: the pool prepared after the forward pass, not beside it)")
     p.add_argument("--pauses", action="store_true",
                    help="run the engine's idle work between keystrokes, untimed (a person's pauses: a jump's "
                         "full window, the speculative prefill), and time the first backend without speculative "
