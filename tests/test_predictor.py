@@ -338,3 +338,30 @@ def test_no_item_inside_an_identifier_split_by_a_combining_mark(pred):
     doc = nfd + "b = 1\nprint(" + nfd
     assert pred.predict(doc, language="python") == [] and pred.predict(doc + "b", language="python") == []
     assert pred.predict("\u00e1b = 1\nprint(\u00e1", language="python")[0].text == "\u00e1b"
+
+
+def test_pool_prepared_beside_the_forward_pass_ranks_as_one_after_the_other():
+    """``EngineConfig.overlap_pool``: the pool's context on the helper thread changes no item."""
+    ranked = {}
+    for overlap in (True, False):
+        p = Predictor.load()
+        p.overlap = overlap
+        p.observe_document("doc", SOURCE[:3000], "python")
+        out = []
+        for end in range(2000, 3000, 7):
+            out.append([(c.text, round(c.score, 9)) for c in p.predict(SOURCE[:end], doc_id="doc")])
+        ranked[overlap] = out
+        assert (p._helper is not None) == overlap
+    assert ranked[True] == ranked[False]
+
+
+def test_an_error_on_the_helper_thread_reaches_the_caller(pred, monkeypatch):
+    p = Predictor.load()
+    assert p.overlap
+
+    def broken(*a):
+        raise RuntimeError("pool failed")
+
+    monkeypatch.setattr(p, "_begin_pool", broken)
+    with pytest.raises(RuntimeError, match="pool failed"):
+        p.predict(SOURCE[:2000], doc_id="doc")
