@@ -711,25 +711,29 @@ class Predictor:
                 self.advance()  # no new context this keystroke: finish the full window instead
             if self._pending.done:
                 self._synced = False  # and switch to it now (``KVSync.sync``)
+        cands = None  # the pool's candidates for ``typed``, when the helper has taken them
         if ctx == self._ctx and self._synced and doc is self._pool_doc:
             self.stats["reused"] += 1
         else:
             if ctx != self._ctx or not self._synced:
                 job = None
-                if self.overlap:  # the pool's context on the helper while this thread runs the network
+                if self.overlap:  # the pool (its context, then the typed prefix's candidates) on
+                    # the helper while this thread runs the network and its LM head
                     if self._helper is None:
                         self._helper = ThreadPoolExecutor(1, thread_name_prefix="laya-pool")
-                    job = self._helper.submit(self._begin_pool, ctx_text, doc)
+                    job = self._helper.submit(self._begin_and_candidates, ctx_text, doc, typed, cfg.pool_size)
                 try:
                     # None right after a jump or a paste: the window is prefilled later, and this
                     # decision is the n-gram prior's alone (``KVSync.prior_after_jump``)
                     self._hidden = self.kv.sync(ctx)
+                    self._first_known[:] = False
+                    if job is not None and self._hidden is not None:
+                        self._head_logits(cfg)
                 finally:
                     if job is not None:
-                        job.result()  # (re-raises what the helper raised)
+                        cands = job.result()  # (re-raises what the helper raised)
                 self._synced = True
                 self._ctx = ctx
-                self._first_known[:] = False
                 self._line_cache.clear()
                 if job is None:
                     self._begin_pool(ctx_text, doc)
@@ -738,7 +742,7 @@ class Predictor:
             self._recency = None
             self._no_words = _reserved_here(lang, ctx_text)  # per context, as the pool
             self._repeated = _repeated_name(lang, ctx_text)
-        out = self._rank_words(typed, lang, cfg, max_items)
+        out = self._rank_words(typed, lang, cfg, max_items, cands)
         if lang.name == "prose" and typed[:1].islower() and len(out) < max_items:
             # prose: "tues" also offers "Tuesday" (after the words that match as typed), as
             # editors' word completion does
@@ -782,10 +786,28 @@ class Predictor:
                 return line
         return None
 
-    def _rank_words(self, typed: str, lang: Language, cfg, max_items: int) -> list[Candidate]:
-        """The pool's words for ``typed`` scored by the network and the prior, best first (the
-        context is the last decision's: ``self._hidden``, the pool's n-gram keys)."""
-        words, prior, firsts = self.pool.candidates(typed, cfg.pool_size)
+    def _begin_and_candidates(self, ctx_text: str, doc: DocLexicon | None, typed: str, size: int):
+        """:meth:`_begin_pool`, then the pool's candidates for ``typed`` (the helper thread's part
+        of a decision, ``EngineConfig.overlap_pool``)."""
+        self._begin_pool(ctx_text, doc)
+        return self.pool.candidates(typed, size)
+
+    def _head_logits(self, cfg) -> None:
+        """With a vocabulary of up to ``FULL_HEAD_MAX_VOCAB`` tokens: the LM head over all of it,
+        mixed with the neural cache, into ``_first_logits`` (once per context)."""
+        if len(self._first_logits) <= FULL_HEAD_MAX_VOCAB and not self._first_known[0]:
+            lg = self.backend.logits(self._hidden)
+            # log-probabilities (a mixture of two normalised distributions): log Z = 0
+            ctx = self.cached[: len(self.cached) - self.kv.speculated] if self.kv.speculated else self.cached
+            self._first_logits[:] = with_neural_cache(lg, self.backend.hid, self._hidden, ctx,
+                                                      cfg.cache_weight, cfg.cache_theta)
+            self._first_known[:] = True
+
+    def _rank_words(self, typed: str, lang: Language, cfg, max_items: int, cands=None) -> list[Candidate]:
+        """The pool's words for ``typed`` (``cands``: already taken, :meth:`_begin_and_candidates`)
+        scored by the network and the prior, best first (the context is the last decision's:
+        ``self._hidden``, the pool's n-gram keys)."""
+        words, prior, firsts = cands if cands is not None else self.pool.candidates(typed, cfg.pool_size)
         if not len(words):
             return []
         if self._hidden is None:
@@ -796,13 +818,7 @@ class Predictor:
         # and de-duplicating them, so small vocabularies take the whole head; larger ones a
         # pool head (the tied-embedding rows of the pool's distinct first tokens only).
         if len(self._first_logits) <= FULL_HEAD_MAX_VOCAB:
-            if not self._first_known[0]:
-                lg = self.backend.logits(self._hidden)
-                # log-probabilities (a mixture of two normalised distributions): log Z = 0
-                ctx = self.cached[: len(self.cached) - self.kv.speculated] if self.kv.speculated else self.cached
-                self._first_logits[:] = with_neural_cache(lg, self.backend.hid, self._hidden, ctx,
-                                                          cfg.cache_weight, cfg.cache_theta)
-                self._first_known[:] = True
+            self._head_logits(cfg)
         else:
             need = np.unique(firsts[~self._first_known[firsts]])
             if len(need):
