@@ -346,9 +346,10 @@ def test_pool_prepared_beside_the_forward_pass_ranks_as_one_after_the_other():
     for overlap in (True, False):
         p = Predictor.load()
         p.overlap = overlap
+        p.fast_path = False  # no window pending behind a short one (the helper waits those out)
         p.observe_document("doc", SOURCE[:3000], "python")
         out = []
-        for end in range(2000, 3000, 7):
+        for end in range(2000, 2400):  # typed one character at a time
             out.append([(c.text, round(c.score, 9)) for c in p.predict(SOURCE[:end], doc_id="doc")])
         ranked[overlap] = out
         assert (p._helper is not None) == overlap
@@ -365,3 +366,18 @@ def test_an_error_on_the_helper_thread_reaches_the_caller(pred, monkeypatch):
     monkeypatch.setattr(p, "_begin_pool", broken)
     with pytest.raises(RuntimeError, match="pool failed"):
         p.predict(SOURCE[:2000], doc_id="doc")
+
+
+def test_the_helper_waits_out_jumps_and_pastes():
+    """``OVERLAP_MAX_NEW``: a decision that prefills many new tokens prepares its pool on the
+    calling thread; typing on (one new token) hands it to the helper."""
+    p = Predictor.load()
+    p.fast_path = False
+    end = SOURCE.index("\n", 2000) + 1
+    p.predict(SOURCE[:end], doc_id="doc")  # hundreds of new tokens: no helper
+    assert p._helper is None
+    nxt = SOURCE.index(" ", end + 8)
+    p.predict(SOURCE[:nxt + 1], doc_id="doc")  # 'fix_sentence_endings ': ten new tokens
+    assert p._helper is None
+    p.predict(SOURCE[:nxt + 2], doc_id="doc")  # one more character typed
+    assert p._helper is not None
