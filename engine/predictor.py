@@ -33,15 +33,15 @@ import re
 import threading
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
-from concurrent.futures import ThreadPoolExecutor
 
+from . import go_imports
 from .compounds import MAX_COMPOUNDS
 from .config import EngineConfig, load_variant, model_path
 from .context import ContextWindow, LineCache
-from . import go_imports
 from .imports import (DEFINES, from_import_at, load_module_members,
                       module_name_at, next_parts, resolve_module)
 from .languages import BY_NAME, UNKNOWN, Language
