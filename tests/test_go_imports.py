@@ -20,6 +20,8 @@ from engine.predictor import Predictor
     ("github.com/pelletier/go-toml", "toml"),
     ("github.com/foo/bar-go", "bar"),
     ("github.com/foo/some-pkg", "some_pkg"),
+    ("k8s.io/api/core/v1", "v1"),  # v1 is no major-version suffix: the package is named v1
+    ("github.com/x/y/v10", "y"),
     ("", None),
     ("example.com/123", None),
 ])
@@ -42,6 +44,16 @@ def test_imported_packages_reads_blocks_single_imports_and_aliases():
                                        "jww": "github.com/spf13/jwalterweatherman"}
 
 
+@pytest.mark.parametrize("head, want", [
+    ('import (\n\t"fmt" // printing (stdout)\n\t"os"\n)\n', {"fmt": "fmt", "os": "os"}),
+    ('import ("fmt"; "os")\n', {"fmt": "fmt", "os": "os"}),
+    ('/*\nimport "os"\n*/\nimport "fmt"\n', {"fmt": "fmt"}),
+    ('import "C"\nimport "unsafe"\n', {"unsafe": "unsafe"}),  # cgo's C has lower-case names
+])
+def test_imported_packages_edge_cases(head, want):
+    assert imported_packages("package p\n\n" + head) == want
+
+
 GO = 'package main\n\nimport (\n\t"fmt"\n\t"net/url"\n\t"os"\n)\n\nfunc run(s string) error {\n\t'
 
 
@@ -55,11 +67,22 @@ def test_package_at_an_imported_packages_dot_only():
 
 
 @pytest.mark.parametrize("shadow", ["url := parse(s)\n\t", "u, url := a, b\n\t", "var url string\n\t",
-                                    "x, url := a, b\n\t"])
+                                    "x, url := a, b\n\t", "var (\n\t\turl = &myURL{}\n\t)\n\t",
+                                    "for _, url := range urls {\n\t\t", "f(url)\n\t"])
 def test_a_variable_that_shadows_the_package_is_not_the_package(shadow):
     assert package_at(GO + shadow + "url.") is None
-    assert package_at(GO.replace("run(s string)", "run(url string)") + "url.") is None
     assert package_at(GO + "url.") == ("url", "net/url")
+
+
+@pytest.mark.parametrize("signature", ["run(url string)", "run(url, base *myURL)", "run(\n\turl *myURL,\n\tn int,\n)",
+                                       "(url *myURL) run()"])
+def test_a_parameter_that_shadows_the_package_is_not_the_package(signature):
+    assert package_at(GO.replace("run(s string)", signature) + "url.") is None
+
+
+def test_comments_strings_and_qualified_uses_do_not_shadow():
+    body = '// the url of the page\n\tx := "url"\n\ty := url.Parse\n\tz := page.url\n\t'
+    assert package_at(GO + body + "url.") == ("url", "net/url")
 
 
 def test_package_members_counts_exported_uses_of_packages_two_projects_import():
