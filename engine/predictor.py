@@ -150,6 +150,22 @@ hand-off cost more than it gave (over LSP, two servers interleaved: the first ke
 jump 5.01 / 7.38 / 13.60 ms without the helper against 5.34 / 9.13 / 17.24 ms with it)."""
 
 
+_HELPER: ThreadPoolExecutor | None = None
+_HELPER_LOCK = threading.Lock()
+
+
+def _pool_helper() -> ThreadPoolExecutor:
+    """The one helper thread (``EngineConfig.overlap_pool``) all predictors of the process share,
+    started on first use: predictors are used one at a time on the engine's thread, and one that
+    the garbage collector never frees (``engine.memory.freeze_loaded_objects``) must not keep a
+    thread of its own."""
+    global _HELPER
+    with _HELPER_LOCK:
+        if _HELPER is None:
+            _HELPER = ThreadPoolExecutor(1, thread_name_prefix="laya-pool")
+        return _HELPER
+
+
 class Predictor:
     """Ranked completions for the text before (and after) the cursor."""
 
@@ -190,7 +206,7 @@ class Predictor:
         self.rerank_log = None
         """Called with each re-ranked decision's ``(features, words, typed, language)`` when set
         (``laya_tools.rerank_fit`` collects its data so)."""
-        self.stats = {"decisions": 0, "reused": 0}  # KVSync adds its counters (forward_tokens, ...)
+        self.stats = {"decisions": 0, "reused": 0, "overlapped": 0}  # KVSync adds its counters (forward_tokens, ...)
         self.kv = KVSync(backend, config.context_shift, self.stats,  # the KV cache and its tokens
                          prior_after_jump=config.prior_after_jump)
         # finish that full window on keystrokes that need no forward pass; the server turns this
@@ -221,7 +237,6 @@ class Predictor:
         # the pool's context on a helper thread during the forward pass (``EngineConfig.overlap_pool``;
         # ``LAYA_OVERLAP=0``: off, for side-by-side benchmarks)
         self.overlap = config.overlap_pool and os.environ.get("LAYA_OVERLAP", "1") != "0"
-        self._helper: ThreadPoolExecutor | None = None
         vocab = tokenizer.get_vocab()
         self._id_to_text = {i: t for t, i in vocab.items()}
         self.window.alternates = self.kv.windows.windows  # coming back keeps a stored window's start
@@ -729,9 +744,8 @@ class Predictor:
                         len(ctx) - common_prefix(self.kv.cached, ctx) <= OVERLAP_MAX_NEW:
                     # the pool (its context, then the typed prefix's candidates) on the helper
                     # while this thread runs the network and its LM head
-                    if self._helper is None:
-                        self._helper = ThreadPoolExecutor(1, thread_name_prefix="laya-pool")
-                    job = self._helper.submit(self._begin_and_candidates, ctx_text, doc, typed, cfg.pool_size)
+                    job = _pool_helper().submit(self._begin_and_candidates, ctx_text, doc, typed, cfg.pool_size)
+                    self.stats["overlapped"] += 1
                 try:
                     # None right after a jump or a paste: the window is prefilled later, and this
                     # decision is the n-gram prior's alone (``KVSync.prior_after_jump``)
@@ -739,9 +753,16 @@ class Predictor:
                     self._first_known[:] = False
                     if job is not None and self._hidden is not None:
                         self._head_logits(cfg)
+                except BaseException:
+                    self._synced = False  # the KV cache may hold this context, the rest not
+                    raise
                 finally:
                     if job is not None:
-                        cands = job.result()  # (re-raises what the helper raised)
+                        try:
+                            cands = job.result()  # (re-raises what the helper raised)
+                        except BaseException:
+                            self._synced = False  # the pool is half begun: begin it again next time
+                            raise
                 self._synced = True
                 self._ctx = ctx
                 self._line_cache.clear()
