@@ -437,7 +437,11 @@ class LayaProtocol(LanguageServerProtocol):
         the server's requests to the client in the same table, so a cancel naming one of those
         (the id of ``window/workDoneProgress/create``, echoed back) cancelled the server's own
         wait, and the rest of ``initialized`` (the progress's end, the load's messages) never
-        ran. Such ids are ignored."""
+        ran. Such ids are ignored, and so are ids that no request can have (JSON-RPC ids are
+        numbers or strings; ``{}`` or ``[1]`` raised a TypeError in pygls's table lookup)."""
+        if not isinstance(msg_id, (int, str)) or isinstance(msg_id, bool):
+            log.debug("$/cancelRequest for %r, which is no request id: ignored", msg_id)
+            return
         if msg_id in self._result_types:  # only requests the server sent have a result type
             log.warning("$/cancelRequest for %r, a request the server sent: ignored", msg_id)
             return

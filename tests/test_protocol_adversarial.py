@@ -242,10 +242,13 @@ def test_resolve_and_cancels_that_name_nothing_are_answered_or_ignored(vscode):
     answered = vscode.request("textDocument/completion", {
         "textDocument": {"uri": uri}, "position": {"line": 1, "character": 5}})
     vscode.wait_for(answered)
-    for msg_id in (answered, 987654, str(answered)):
+    for msg_id in (answered, 987654, str(answered), {}, [1], 1.5, True, None):
         vscode.notify("$/cancelRequest", {"id": msg_id})
     assert "path" in [i["label"] for i in vscode.complete(uri, 1, 5)["result"]["items"]]
     assert len(vscode.answers(answered)) == 1
+    # an id no request can have ({} or [1]) is no failure to report to the user
+    assert not [m for m in vscode.messages if m.get("method") == "window/logMessage"
+                and "failed to handle" in m["params"]["message"]]
 
 
 def test_the_cursor_after_a_reversed_range_is_after_the_inserted_text():
