@@ -1,7 +1,6 @@
 """Predictor behaviour on real code: KV reuse, rollback on deletion, reset, window, thread."""
 
 import random
-import re
 import textwrap
 import threading
 from pathlib import Path
