@@ -90,7 +90,56 @@ def build_items(ctx: CursorContext, candidates: list[Candidate], *, insert_repla
     return items
 
 
-async def completion(ls: LayaServer, params: types.CompletionParams) -> types.CompletionList:
+class JsonResult(dict):
+    """A request's result already in its JSON shape: ``LayaProtocol._send_response`` writes it as
+    it is, without pygls's typed response object and cattrs."""
+
+
+def _range_json(r: types.Range) -> dict:
+    return {"start": {"line": r.start.line, "character": r.start.character},
+            "end": {"line": r.end.line, "character": r.end.character}}
+
+
+def items_json(ctx: CursorContext, candidates: list[Candidate], *, insert_replace: bool,
+               max_items: int) -> list[dict]:
+    """:func:`build_items`' items in their JSON shape, built directly: what lsprotocol's cattrs
+    converter writes for them (``tests/test_lsp_documents.py`` checks that they are equal), in
+    ~1/5 of the time (20 items: ~60 us against ~300 us to build the objects and ~100 us to
+    unstructure them, on the 2-core dev machine)."""
+    if not insert_replace and not ctx.word and ctx.replace_range != ctx.insert_range:
+        return []
+    replace = _range_json(ctx.replace_range)
+    insert = _range_json(ctx.insert_range) if insert_replace else None
+    kinds = _KIND_VALUES
+    text_kind = types.CompletionItemKind.Text.value
+    items: list[dict] = []
+    seen: set[str] = set()
+    for cand in candidates:
+        text = cand.text
+        if text in seen or not text:
+            continue
+        seen.add(text)
+        item = {"label": text, "kind": kinds.get(cand.kind, text_kind)}
+        if cand.kind == "line":
+            item["detail"] = LINE_DETAIL
+        item["sortText"] = f"{len(items):04d}"
+        item["filterText"] = text
+        item["insertTextFormat"] = _PLAIN_TEXT
+        item["insertTextMode"] = _AS_IS
+        item["textEdit"] = ({"newText": text, "insert": insert, "replace": replace} if insert_replace
+                            else {"range": replace, "newText": text})
+        items.append(item)
+        if len(items) >= max_items:
+            break
+    return items
+
+
+_KIND_VALUES = {k: v.value for k, v in _KINDS.items()}
+_PLAIN_TEXT = types.InsertTextFormat.PlainText.value
+_AS_IS = types.InsertTextMode.AsIs.value
+
+
+async def completion(ls: LayaServer, params: types.CompletionParams) -> types.CompletionList | JsonResult:
     """Handle ``textDocument/completion`` (see :func:`~laya_lsp.predictions.predict_at`)."""
     max_items = ls.options.max_items
     pred = await predict_at(ls, params.text_document.uri, params.position,
@@ -102,6 +151,6 @@ async def completion(ls: LayaServer, params: types.CompletionParams) -> types.Co
         uri = params.text_document.uri
         candidates = ls.system2.merge(uri, pred.context.prefix, candidates)
         ls.system2.request(uri, pred.context.prefix, ls.workspace_index.folders)  # for the next keystroke
-    return types.CompletionList(is_incomplete=True, items=build_items(
+    return JsonResult(isIncomplete=True, items=items_json(
         pred.context, candidates, insert_replace=ls.client_supports_insert_replace,
         max_items=max_items))

@@ -26,6 +26,7 @@ from pygls.exceptions import (FeatureRequestError, JsonRpcException, JsonRpcInte
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.workspace import Workspace
 
+from .completion import JsonResult
 from .predictions import arrival_ticket
 from .text_document import LSP, LspTextDocument, line_breaks_for, lsp_lines
 
@@ -482,7 +483,11 @@ class LayaProtocol(LanguageServerProtocol):
             error = types.ResponseError(code=error.code,
                                         message="internal error in laya-lsp (details in its log)")
         try:
-            super()._send_response(msg_id, result, error)
+            if error is None and isinstance(result, JsonResult):  # already JSON: as it is
+                self._result_types.pop(msg_id, None)
+                self._send_data({"jsonrpc": self.VERSION, "id": msg_id, "result": result})
+            else:
+                super()._send_response(msg_id, result, error)
         finally:
             self._answering.pop(msg_id, None)
         if self.state == INITIALIZING and msg_id == self._initialize_id:

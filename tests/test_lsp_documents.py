@@ -209,3 +209,35 @@ def test_an_identifier_longer_than_the_prefix_limit_after_the_cursor_gets_no_con
     # not searched to its end at every keystroke; its start would be as unreachable as a prefix's
     assert cursor_context(doc_of("os.pa" + "t" * 70_000), pos(0, 5)) is None
     assert cursor_context(doc_of("os.pa" + "t" * 60_000), pos(0, 5)).replace_range.end == pos(0, 60_005)
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+@pytest.mark.parametrize("insert_replace", [False, True])
+def test_items_in_json_shape_are_what_cattrs_writes_for_build_items(encoding, insert_replace):
+    """``items_json`` (what the server sends) equals lsprotocol's converter's output for
+    ``build_items`` at every cursor of a text with CJK, emoji and CRLF, for every kind of item,
+    duplicates, and the ``max_items`` cut."""
+    from pygls.protocol import default_converter
+
+    from laya_lsp.completion import items_json
+
+    convert = default_converter()
+    text = 'import os\r\ns = "😀 漢字"; os.pa\r\nx = os.path.jo(a)\r\n\r\nzz'
+    doc = doc_of(text, encoding)
+    cands = [Candidate("path", 2.0, "identifier"), Candidate("path", 1.9, "identifier"),
+             Candidate("path.join(a, b)", 1.8, "line"), Candidate("pass", 1.0, "keyword"),
+             Candidate("paths", 0.9, "word"), Candidate("pat", 0.8, "other"), Candidate("", 0.5, "identifier")]
+    checked = 0
+    for line_no, line in enumerate(text.split("\r\n")):
+        for col in range(units(line, encoding) + 1):
+            ctx = cursor_context(doc, pos(line_no, col))
+            if ctx is None:
+                continue
+            for max_items in (2, 20):
+                want = convert.unstructure(types.CompletionList(is_incomplete=True, items=build_items(
+                    ctx, cands, insert_replace=insert_replace, max_items=max_items)))
+                got = {"isIncomplete": True, "items": items_json(ctx, cands, insert_replace=insert_replace,
+                                                                 max_items=max_items)}
+                assert got == want, (line_no, col)
+                checked += bool(want["items"])
+    assert checked > 20
