@@ -9,6 +9,7 @@ this file and run those tests.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import logging
 import time
@@ -19,10 +20,9 @@ from urllib.parse import unquote
 
 import attrs
 from lsprotocol import types
-from pygls.exceptions import (FeatureRequestError, JsonRpcException, JsonRpcInternalError,
-                              JsonRpcInvalidParams, JsonRpcInvalidRequest, JsonRpcMethodNotFound,
-                              JsonRpcParseError,
-                              JsonRpcServerNotInitialized)
+from pygls.exceptions import (FeatureNotificationError, FeatureRequestError, JsonRpcException,
+                              JsonRpcInternalError, JsonRpcInvalidParams, JsonRpcInvalidRequest,
+                              JsonRpcMethodNotFound, JsonRpcParseError, JsonRpcServerNotInitialized)
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.workspace import Workspace
 
@@ -328,8 +328,31 @@ class LayaProtocol(LanguageServerProtocol):
         ctx = contextvars.copy_context()  # each handler in its own context, as pygls runs them
         if is_request:
             ctx.run(self._handle_request, message.id, message.method, message.params)
+        elif message.method == types.TEXT_DOCUMENT_DID_CHANGE and self._did_change_direct():
+            ctx.run(self._did_change_now, message.params)
         else:
             ctx.run(self._handle_notification, message.method, message.params)
+
+    def _did_change_direct(self) -> bool:
+        """Whether :meth:`_did_change_now` can run ``didChange``: the server's handler, if any,
+        is a plain function (pygls would run a coroutine as a task)."""
+        handler = self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)
+        return handler is None or not asyncio.iscoroutinefunction(handler)
+
+    def _did_change_now(self, params) -> None:
+        """``textDocument/didChange`` as pygls runs it, its builtin part (the workspace's edit)
+        then the server's handler, without pygls's generator machinery (per keystroke a Future,
+        a done-callback and two ``uuid4``: most of the notification's time on the server's main
+        thread, sampled with py-spy); an error is logged and reported as pygls reports it."""
+        try:
+            for change in params.content_changes:
+                self.workspace.update_text_document(params.text_document, change)
+            handler = self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)
+            if handler is not None:
+                handler(params)
+        except Exception as error:  # noqa: BLE001 - reported, the server keeps serving
+            log.exception("failed to handle textDocument/didChange")
+            self._server._report_server_error(error, FeatureNotificationError)
 
     def _request_error(self, method: str) -> JsonRpcException | None:
         if self.state == UNINITIALIZED and method != types.INITIALIZE:
