@@ -232,6 +232,38 @@ def test_odd_did_change_notifications_keep_the_client_s_text():
         s.close()
 
 
+def test_a_did_change_handler_that_fails_is_reported_and_the_next_edits_still_apply():
+    """``didChange`` runs outside pygls's machinery (``LayaProtocol._did_change_now``): an error
+    in the server's handler is logged (a ``window/logMessage``, not a ``showMessage``), the edit
+    itself is kept, and the edits after it apply as before."""
+    s = InProcessServer()
+    try:
+        s.initialize()
+        uri = "file:///laya-adversarial/failing.py"
+        s.open(uri, "import os\n")
+        handler = s.ls.protocol.fm.features[types.TEXT_DOCUMENT_DID_CHANGE]
+        calls = []
+
+        def failing(params):
+            calls.append(params)
+            raise RuntimeError("handler failed")
+
+        s.ls.protocol.fm.features[types.TEXT_DOCUMENT_DID_CHANGE] = failing
+        s.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
+                                             "contentChanges": [{"text": "import os\nos.pa"}]})
+        s.complete(uri, 0, 0)
+        assert calls and s.ls.open_document(uri).source == "import os\nos.pa"
+        s.ls.protocol.fm.features[types.TEXT_DOCUMENT_DID_CHANGE] = handler
+        s.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 3}, "contentChanges": [
+            {"range": {"start": {"line": 1, "character": 5}, "end": {"line": 1, "character": 5}}, "text": "t"}]})
+        assert "path" in [i["label"] for i in s.complete(uri, 1, 6)["result"]["items"]]
+        assert any(m.get("method") == "window/logMessage" and "didChange" in m["params"]["message"]
+                   for m in s.messages)
+        assert not any(m.get("method") == "window/showMessage" for m in s.messages)
+    finally:
+        s.close()
+
+
 def test_resolve_and_cancels_that_name_nothing_are_answered_or_ignored(vscode):
     """``completionItem/resolve`` (not offered: ``resolveProvider`` is false) with a foreign ``data``
     or none is answered MethodNotFound; ``$/cancelRequest`` for an answered request, one never
