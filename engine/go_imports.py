@@ -122,6 +122,7 @@ that name (a function's body, usually)."""
 
 
 _NAME_CHAR = re.compile(r"[\w.]")
+_STRINGS = re.compile(r'"(?:\\.|[^"\\])*"|`[^`]*`|\'(?:\\.|[^\'\\])*\'')  # closed strings and runes
 _ALIAS = re.compile(r"[ \t]+\"")  # an import's alias: jww "github.com/spf13/jwalterweatherman"
 
 
@@ -132,13 +133,18 @@ def _shadowed(name: str, text: str) -> bool:
     constant, parameter or field of that name is in play here. Uses in a ``//`` comment or a
     string on their line, and an import's alias, do not count. Conservative: where in doubt, the
     names are not filtered. (One pass of ``re`` over the text, which skips ``name.`` itself.)"""
+    looked = 0
     for m in re.finditer(re.escape(name) + r"(?![\w])(?![ \t]*\.)", text):
         i, j = m.start(), m.end()
         if i and _NAME_CHAR.match(text, i - 1):
             continue  # part of another name, or a field (``x.url``)
-        line = text[text.rfind("\n", 0, i) + 1:i]
-        if "//" in line or line.count('"') % 2 or line.count("`") % 2 or _ALIAS.match(text, j):
-            continue
+        looked += 1
+        if looked > 64:
+            return True  # a text made of the name in strings and comments: do not filter
+        # the line before it (its last 256 characters), its strings out
+        line = _STRINGS.sub("", text[max(text.rfind("\n", 0, i) + 1, i - 256):i])
+        if "//" in line or '"' in line or "`" in line or _ALIAS.match(text, j):
+            continue  # in a comment or a string (one still open), or an import's alias
         return True
     return False
 

@@ -80,6 +80,12 @@ def test_a_parameter_that_shadows_the_package_is_not_the_package(signature):
     assert package_at(GO.replace("run(s string)", signature) + "url.") is None
 
 
+@pytest.mark.parametrize("line", ['withServer("http://localhost:8080/", func(url link) {\n\t\t',
+                                  'base := "https://x/"; url := link{}\n\t', "r := '/'; url := link{}\n\t"])
+def test_a_local_after_a_string_with_slashes_still_shadows(line):
+    assert package_at(GO + line + "url.") is None
+
+
 def test_comments_strings_and_qualified_uses_do_not_shadow():
     body = '// the url of the page\n\tx := "url"\n\ty := url.Parse\n\tz := page.url\n\t'
     assert package_at(GO + body + "url.") == ("url", "net/url")
