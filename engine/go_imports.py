@@ -35,7 +35,7 @@ MEMBERS_PER_PACKAGE = 96
 """Most names :func:`package_members` keeps per package (the most used)."""
 
 HEAD_CHARS = 16_384
-"""How far into a file :func:`imported_packages` looks for import declarations (they follow the
+"""How far into a file :func:`import_section` looks for import declarations (they follow the
 package clause; a long licence comment may come before)."""
 
 _BLOCK = re.compile(r"^[ \t]*import[ \t]*\(([^)]*)\)", re.M)
@@ -179,8 +179,3 @@ def package_members(files, min_count: int = 2, per_package: int = MEMBERS_PER_PA
         if kept:
             out[path] = kept
     return {"members": out}
-
-
-def exported(word: str) -> bool:
-    """Whether ``word`` is an exported Go identifier (begins with an upper-case letter)."""
-    return word[:1].isupper()

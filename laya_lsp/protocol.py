@@ -328,16 +328,11 @@ class LayaProtocol(LanguageServerProtocol):
         ctx = contextvars.copy_context()  # each handler in its own context, as pygls runs them
         if is_request:
             ctx.run(self._handle_request, message.id, message.method, message.params)
-        elif message.method == types.TEXT_DOCUMENT_DID_CHANGE and self._did_change_direct():
+        elif message.method == types.TEXT_DOCUMENT_DID_CHANGE and not asyncio.iscoroutinefunction(
+                self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)):  # (pygls runs a coroutine as a task)
             ctx.run(self._did_change_now, message.params)
         else:
             ctx.run(self._handle_notification, message.method, message.params)
-
-    def _did_change_direct(self) -> bool:
-        """Whether :meth:`_did_change_now` can run ``didChange``: the server's handler, if any,
-        is a plain function (pygls would run a coroutine as a task)."""
-        handler = self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)
-        return handler is None or not asyncio.iscoroutinefunction(handler)
 
     def _did_change_now(self, params) -> None:
         """``textDocument/didChange`` as pygls runs it, its builtin part (the workspace's edit)
