@@ -1,7 +1,13 @@
 """An inline completion request and the completion request an editor sends with it for the same
 keystroke (Neovim with the README's ghost text sends ``didChange``, ``inlineCompletion``, then
 ``completion``): the list is answered first, so it never waits for the ghost text's line
-(``laya_lsp.inline.INLINE_YIELD_S``). Both answers still come, and the ghost text is the line."""
+(``laya_lsp.inline.INLINE_YIELD_S``). Both answers still come, and the ghost text is the line.
+
+Typed are ``self.rec`` and ``self.reco`` only: at ``self.recor`` the re-ranker puts ``record``
+before the document's ``records`` once the document's counts are installed (asynchronously, so
+the outcome depended on timing and CI failed on it, 2026-12-04). That is what it was fitted to
+do: in the keystroke replay it learned from, a user takes the first item when it is right, so a
+document word that led at ``reco`` and was typed past is mostly the wrong one."""
 
 from laya_tools.pipe_client import PipeClient, position
 
@@ -14,7 +20,7 @@ def test_the_list_is_answered_before_the_ghost_text_sent_just_before_it():
         c.open("file:///t/order.py", DOC)
         c.complete()  # the model loaded and warm
         for n in range(6):
-            c.type_to(DOC + "ords"[:n % 3])
+            c.type_to(DOC + "ords"[:n % 2])
             p = {"textDocument": {"uri": c.uri}, "position": position(c.text, len(c.text))}
             inline_id, list_id = 1000 + 2 * n, 1001 + 2 * n
             c._send({"jsonrpc": "2.0", "id": inline_id, "method": "textDocument/inlineCompletion",
