@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -74,6 +75,7 @@ async def predict_at(ls: LayaServer, uri: str, position: types.Position, kind: s
     Raises:
         asyncio.CancelledError: when the client cancelled the request (the engine job is stopped).
     """
+    t0 = time.perf_counter()
     ticket = take_ticket(ls, uri, kind)
     cancel_prefetch(ls)  # this decision replaces the prefetch of the edit before it
     await debounce(ls.options.debounce_ms)
@@ -100,8 +102,14 @@ async def predict_at(ls: LayaServer, uri: str, position: types.Position, kind: s
     if max_items <= 0:
         return Prediction(ctx, [])
     want_line = want_line and not (line_needs_word and not ctx.word)
+    t1 = time.perf_counter()
     candidates = await ls.bridge.run(_predict_job, predictor, ls.sequencer, ticket, ctx,
                                      max_items, want_line, language, line_word)
+    if log.isEnabledFor(logging.DEBUG):
+        t2 = time.perf_counter()
+        log.debug("%s %s %d:%d: %.2f ms to the candidates, %.2f ms of them on the engine thread "
+                  "(its queue included)", kind, uri, position.line, position.character,
+                  (t2 - t0) * 1e3, (t2 - t1) * 1e3)
     if candidates is None or not ls.sequencer.is_current(ticket):
         return None
     return Prediction(ctx, candidates)

@@ -288,6 +288,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tree", metavar="DIR",
                     help="run the second server from this other checkout of the project (e.g. a "
                          "`git worktree` of an older commit), side by side with this one")
+    ap.add_argument("--alone", action="store_true",
+                    help="one server only (what a user's machine runs: no second server's background "
+                         "work on the cores; no ratio either)")
     ap.add_argument("--gap-ms", type=float, default=0.0, help="pause between keystrokes (and after a paste)")
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--runs", type=int, default=1000)
@@ -312,16 +315,21 @@ def main(argv: list[str] | None = None) -> int:
     second = " ".join([*a.env, *([f"tree {a.tree}"] if a.tree else [])]) or "default again"
     if a.tree:
         env[TREE] = str(Path(a.tree).resolve())
-    servers = {"default": (None, None), second: (None, env)}
+    if a.alone and (a.env or a.tree):
+        ap.error("--alone runs the default server only: no --env or --tree")
+    servers = {"default": (None, None)} if a.alone else {"default": (None, None), second: (None, env)}
     _, text = default_text()
     run = {"jumps": bench_jumps, "pastes": bench_pastes, "typing": bench_typing}[a.workload]
     out = run(text, servers, a.warmup, a.runs, gap=a.gap_ms / 1e3)
     first = {"jumps": "after_jump", "pastes": "after_paste", "typing": "after_other"}[a.workload]
     print(f"{a.workload} in textwrap.py, {a.gap_ms:.0f} ms pauses, {a.warmup} warm-up + {a.runs} timed keystrokes, "
-          "servers interleaved request by request (ms: median / p90 / p99)")
+          + ("one server" if a.alone else "servers interleaved request by request") + " (ms: median / p90 / p99)")
     for name, r in out.items():
         for key in (first, "typing", "all"):
             x = np.asarray(r[key]) * 1e3
+            if not len(x):
+                print(f"  {name:28s} {key:12s} none   (n=0)")
+                continue
             print(f"  {name:28s} {key:12s} {np.median(x):6.2f} / {np.percentile(x, 90):6.2f} / {np.percentile(x, 99):6.2f}"
                   f"   (n={len(x)})")
         print(f"  {name:28s} answers without items: {r['empty_answers']}")

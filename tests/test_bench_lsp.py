@@ -4,6 +4,8 @@ they say: every timed keystroke is answered, with items."""
 import inspect
 import textwrap
 
+import pytest
+
 from laya_tools.bench_jumps import bench_jumps, bench_pastes, bench_typing
 
 TEXT = open(inspect.getsourcefile(textwrap), encoding="utf-8").read()
@@ -51,3 +53,13 @@ def test_a_second_server_runs_from_another_checkout():
         assert env["PYTHONPATH"] == root and env["LAYA_X"] == "1" and TREE not in env
     finally:
         s.client.shutdown()
+
+
+def test_alone_runs_one_server_and_refuses_a_second_one(capsys):
+    from laya_tools.bench_jumps import main
+
+    assert main(["typing", "--alone", "--warmup", "2", "--runs", "6"]) == 0
+    out = capsys.readouterr().out
+    assert "one server" in out and "default again" not in out and out.count("answers without items") == 1
+    with pytest.raises(SystemExit):
+        main(["typing", "--alone", "--env", "LAYA_PREFETCH=0"])
