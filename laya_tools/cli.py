@@ -444,6 +444,9 @@ def main(argv=None) -> int:
                         "(--files, --languages, --seed, --model are then not used)")
     p.add_argument("--rerank-workspace", action="store_true",
                    help="with --rerank: also type each file with the rest of its package as the workspace")
+    p.add_argument("--rerank-faced-only", action="store_true",
+                   help="with --rerank: keep only the decisions a user of the model's own re-ranker faces "
+                        "(none after a word's first item was right; README: not shipped, why)")
     p.add_argument("--out", default=None,
                    help="with --rerank: the rerank.json to write (required: copy it into a model folder "
                         "once `laya eval` shows it saves more)")

@@ -44,12 +44,18 @@ def identity_weights() -> np.ndarray:
     return w
 
 
-def collect(predictor, files, workspace: bool = False) -> dict[str, np.ndarray]:
+def collect(predictor, files, workspace: bool = False, faced_only: bool = False) -> dict[str, np.ndarray]:
     """Type ``files`` (``evaluate.EvalFile``) and return the decisions: ``F`` ``(n, k, features)``,
     ``mask`` ``(n, k)``, ``label`` (index of the right candidate), ``rest`` (its characters past the
     typed ones), ``bucket`` (typed length, capped) and ``language`` per decision. With
     ``workspace``, each file is typed twice: alone, then with the rest of its package as the
-    workspace (as ``laya eval --workspace both`` does)."""
+    workspace (as ``laya eval --workspace both`` does).
+
+    With ``faced_only``, only the decisions a user of the predictor's own re-ranker faces are
+    kept: once the first item at a word was the right one (ranked by that re-ranker where it
+    re-ranks, else in the engine's order), that user took it, and the word's later keystrokes
+    (which ``evaluate.score_file`` still asks, up to 2 typed characters, for its top-1 counts) are
+    left out. Otherwise all are kept, as the re-ranker shipped on 2026-12-03 was fitted."""
     from engine.rerank import BUCKETS, FEATURES, TOP_K, Reranker
 
     from .evaluate import Score, score_file, targets, use_package_workspace
@@ -58,9 +64,18 @@ def collect(predictor, files, workspace: bool = False) -> dict[str, np.ndarray]:
     predictor.reranker = Reranker({"*": identity_weights()}, TOP_K)
     target: list[str | None] = [None]
     rows: list[tuple] = []
+    # faced_only: whether the word's first item was right at an earlier keystroke (``taken``),
+    # and whether this keystroke's first item is the word by the re-ranker (``first``: None where
+    # it did not re-rank)
+    taken, first = [False], [None]
 
     def note(f, ws, typed, language):
         t = target[0]
+        if faced_only:
+            scorer = saved.scorer(language) if saved is not None else None
+            first[0] = ws[int(np.argmax(scorer(f, len(typed))))] == t if scorer is not None else ws[0] == t
+            if taken[0]:
+                return
         if t is not None and t in ws and t.startswith(typed):
             rows.append((min(len(typed), BUCKETS - 1), f.astype(np.float32), ws.index(t),
                          len(t) - len(typed), language))
@@ -76,11 +91,22 @@ def collect(predictor, files, workspace: bool = False) -> dict[str, np.ndarray]:
             predictor.observe_document(doc, "", fl.language)
 
             def ask(prefix, doc=doc):
-                return [c.text for c in predictor.predict(prefix, doc_id=doc, max_items=20) if c.kind != "line"]
+                first[0] = None
+                items = [c.text for c in predictor.predict(prefix, doc_id=doc, max_items=20) if c.kind != "line"]
+                if faced_only and target[0] is not None:
+                    if first[0] is None:  # not re-ranked: the engine's order, as score_file filters it
+                        c = len(prefix) - at[0]
+                        typed = target[0][:c]
+                        head = next((w for w in items if w.startswith(typed) and len(w) > c), None)
+                        first[0] = head == target[0]
+                    taken[0] = taken[0] or first[0]
+                return items
+
+            at = [0]
 
             def target_fn(text, language):
                 for start, w in targets(text, language):
-                    target[0] = w
+                    target[0], at[0], taken[0] = w, start, False
                     yield start, w
                 target[0] = None
 
@@ -355,11 +381,12 @@ def main(a) -> int:
         p = Predictor.load(a.model)
         p.warmup()
         t0 = time.perf_counter()
-        data = collect(p, files, workspace=a.rerank_workspace)
+        data = collect(p, files, workspace=a.rerank_workspace, faced_only=getattr(a, "rerank_faced_only", False))
         log.info("collected %d decisions from %d files in %.0f s", len(data["label"]), len(files),
                  time.perf_counter() - t0)
         collection = {"seed": a.seed, "files_per_language": a.files, "max_chars": a.max_chars,
-                      "workspace": a.rerank_workspace, "files": [f"{f.language}:{f.name}" for f in files]}
+                      "workspace": a.rerank_workspace, "faced_only": getattr(a, "rerank_faced_only", False),
+                      "files": [f"{f.language}:{f.name}" for f in files]}
         meta.update(collection)
         if a.decisions_out:
             save_decisions(data, Path(a.decisions_out), collection)

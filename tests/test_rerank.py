@@ -253,6 +253,18 @@ def test_collect_notes_the_right_candidate(predictor):
     assert predictor.rerank_log is None  # collect leaves the predictor as it found it
 
 
+def test_collect_faced_only_leaves_out_the_keystrokes_after_a_right_first_item(predictor):
+    files = [EvalFile("python", "textwrap.py", TEXT[:4000], None)]
+    every = collect(predictor, files)
+    faced = collect(predictor, files, faced_only=True)
+    # nothing typed yet: every word's first decision is faced, the same rows
+    at0 = every["bucket"] == 0
+    assert np.array_equal(faced["F"][faced["bucket"] == 0], every["F"][at0])
+    # later keystrokes: only those of words whose first item was not yet right
+    assert 0 < (faced["bucket"] > 0).sum() < 0.8 * (every["bucket"] > 0).sum()
+    assert predictor.rerank_log is None and predictor.reranker is not None
+
+
 def test_collect_with_the_workspace_types_each_file_twice(predictor, tmp_path):
     import shlex
 
