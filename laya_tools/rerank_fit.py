@@ -64,10 +64,10 @@ def collect(predictor, files, workspace: bool = False, faced_only: bool = False)
     predictor.reranker = Reranker({"*": identity_weights()}, TOP_K)
     target: list[str | None] = [None]
     rows: list[tuple] = []
-    # faced_only: whether the word's first item was right at an earlier keystroke (``taken``),
-    # and whether this keystroke's first item is the word by the re-ranker (``first``: None where
-    # it did not re-rank)
-    taken, first = [False], [None]
+    # faced_only: where the word being typed starts (``at``), whether its first item was right at
+    # an earlier keystroke (``taken``), and whether this keystroke's first item is the word by the
+    # re-ranker (``first``: None where it did not re-rank)
+    at, taken, first = [0], [False], [None]
 
     def note(f, ws, typed, language):
         t = target[0]
@@ -101,8 +101,6 @@ def collect(predictor, files, workspace: bool = False, faced_only: bool = False)
                         first[0] = head == target[0]
                     taken[0] = taken[0] or first[0]
                 return items
-
-            at = [0]
 
             def target_fn(text, language):
                 for start, w in targets(text, language):
