@@ -121,6 +121,10 @@ class EngineConfig:
     59.4 -> 60.0 -> 60.6, TypeScript 55.2 -> 56.0 -> 57.1 / 66.4 -> 66.9 -> 68.4%. Cost: a network
     decision 1.20x, a keystroke inside a word +0.2 ms at the median (``laya bench --ablate
     rerank``, interleaved)."""
+    rerank_passed_over: bool = True
+    """Give the re-ranker the ``passed_over`` feature (``engine.rerank``): which candidates were
+    the first item at an earlier keystroke of the word being typed, and typed past. Off: 0 for
+    every candidate, as after a jump."""
     cache_theta: float = 0.3
     """Sharpness of the neural cache's similarity (``exp(theta * h_i . h)``)."""
     word_prior_alpha: float = 0.5

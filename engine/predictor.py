@@ -206,6 +206,15 @@ class Predictor:
         self.rerank_log = None
         """Called with each re-ranked decision's ``(features, words, typed, language)`` when set
         (``laya_tools.rerank_fit`` collects its data so)."""
+        # the word being typed: its document and the text before it, what was typed at the last
+        # decision, the first item shown then, and the first items typed past since it began
+        # (the re-ranker's ``passed_over``)
+        self._word_at: tuple | None = None
+        self._word_typed = ""
+        self.shown_first: str | None = None
+        """The first identifier item of the last decision (None: none); ``laya_tools.rerank_fit``
+        sets it to the first one of the re-ranker it collects for."""
+        self._passed: set[str] = set()
         self.stats = {"decisions": 0, "reused": 0, "overlapped": 0}  # KVSync adds its counters (forward_tokens, ...)
         self.kv = KVSync(backend, config.context_shift, self.stats,  # the KV cache and its tokens
                          prior_after_jump=config.prior_after_jump)
@@ -453,6 +462,7 @@ class Predictor:
         self._pool_doc = _NOT_BEGUN
         self._spec_word = None
         self._prefetch_text = self._prefetch_ctx = None
+        self._word_at, self._word_typed, self.shown_first, self._passed = None, "", None, set()
         self._line_cache.clear()
         self._first_cache.clear()
         self.window.lines.d.clear()  # tokens of lines (up to LineCache.size): rebuilt as needed
@@ -712,6 +722,7 @@ class Predictor:
         typed = word_prefix(prefix)
         ctx_text = prefix[: len(prefix) - len(typed)] if typed else prefix
         self._prefetch_text = self._prefetch_ctx = None  # this decision's context replaces it
+        self._track_passed(doc_id, ctx_text, typed)
         if doc_id is not None:
             self.doc_id = doc_id
             if language is not None:
@@ -803,7 +814,23 @@ class Predictor:
                 del out[max(2, max_items):]
         if self.speculate and out and out[0].kind != "line" and self._hidden is not None:
             self._spec_word = out[0].text
+        self.shown_first = out[0].text if out and out[0].kind != "line" else None
         return out
+
+    def _track_passed(self, doc_id: str | None, ctx_text: str, typed: str) -> None:
+        """Keep the first items typed past while one word is typed (``passed_over``): the last
+        decision's first item joins them when this one is the same word with more typed after
+        it; a new word (another document or text before it) starts empty, and the same or less
+        typed (asked again, a deletion) adds nothing."""
+        at = self._word_at
+        if at is None or at[0] != doc_id or at[1] != ctx_text:
+            self._word_at = (doc_id, ctx_text)
+            if self._passed:
+                self._passed = set()
+        elif len(typed) > len(self._word_typed) and typed.startswith(self._word_typed) and self.shown_first:
+            self._passed.add(self.shown_first)
+        self._word_typed = typed
+        self.shown_first = None
 
     def _line_from_text(self, ctx_text: str, word: str, typed: str) -> str | None:
         """A rest-of-line item from an earlier line of the document, else of the workspace, that
@@ -965,6 +992,8 @@ class Predictor:
         f[:, 12] = [q != 0 and q != corpus_part for q in (words.part[i] for i in top)]
         f[:, 13:17] = st[:, 6:10]
         f[:, 17] = st[:, 10]
+        passed = self._passed if self.config.rerank_passed_over else ()
+        f[:, 18] = [w in passed for w in ws] if passed else 0.0
         return f
 
     def _reranked(self, words, score, net, p, group, typed: str, lang: Language, scorer,

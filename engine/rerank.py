@@ -36,6 +36,11 @@ Features of one candidate ``w`` when ``typed`` is typed (shape ``(k, len(FEATURE
 * ``long_match``: ``log(1 + weight of the document's long-context matches for w)``
   (``engine.pieces.PieceIndex.followers``).
 * ``corpus_count``: ``log(1 + w's corpus count)`` for a document word, 0 for the others.
+* ``passed_over``: ``w`` was the first item at an earlier keystroke of the word being typed, and
+  the user typed on instead of taking it (``EngineConfig.rerank_passed_over``).
+
+A file fitted before the last features existed (its ``features`` a prefix of :data:`FEATURES`)
+loads with weight 0 on the others.
 """
 
 from __future__ import annotations
@@ -47,7 +52,8 @@ import numpy as np
 
 FEATURES = ("score", "net", "prior", "prior_in_group", "in_document", "document_count", "recency",
             "not_in_window", "on_line", "keyword", "rest_length", "rank", "new_word",
-            "document_trigram", "document_bigram", "long_match", "recent_lines", "corpus_count")
+            "document_trigram", "document_bigram", "long_match", "recent_lines", "corpus_count",
+            "passed_over")
 """Feature names, in the order of a feature row (the module docstring defines each)."""
 
 TOP_K = 32
@@ -137,14 +143,16 @@ class MLP:
                 "skip": r(self.skip)}
 
     @classmethod
-    def from_json(cls, d) -> "MLP":
-        """Raises ValueError on anything but the shapes of :meth:`to_json` with finite numbers."""
+    def from_json(cls, d, n_features: int = len(FEATURES)) -> "MLP":
+        """Raises ValueError on anything but the shapes of :meth:`to_json` with finite numbers.
+        ``n_features``: the file's first features (fewer than :data:`FEATURES`: the others get
+        zero rows)."""
         if not isinstance(d, dict) or not isinstance(d.get("languages"), list) or not all(
                 isinstance(x, str) for x in d["languages"]):
             raise ValueError("mlp is not an object with a languages list")
         if len(set(d["languages"])) != len(d["languages"]):
             raise ValueError("mlp languages repeat a language")
-        d_in = len(FEATURES) + BUCKETS + len(d["languages"])
+        d_in = n_features + BUCKETS + len(d["languages"])
 
         def arr(name, shape):
             try:
@@ -156,8 +164,12 @@ class MLP:
         hidden = len(w1[0]) if isinstance(w1, list) and w1 and isinstance(w1[0], list) else 0
         if not 1 <= hidden <= 256:
             raise ValueError("mlp w1 has no rows of 1..256 hidden units")
-        return cls(d["languages"], arr("w1", (d_in, hidden)), arr("b1", (hidden,)), arr("w2", (hidden,)),
-                   arr("skip", (d_in,)))
+        w1, skip = arr("w1", (d_in, hidden)), arr("skip", (d_in,))
+        missing = len(FEATURES) - n_features
+        if missing:
+            w1 = np.insert(w1, [n_features] * missing, 0.0, axis=0)
+            skip = np.insert(skip, [n_features] * missing, 0.0)
+        return cls(d["languages"], w1, arr("b1", (hidden,)), arr("w2", (hidden,)), skip)
 
 
 class Reranker:
@@ -206,17 +218,20 @@ class Reranker:
             d = json.loads(Path(path).read_text("utf-8"))
             if not isinstance(d, dict) or not (isinstance(d.get("weights"), dict) or "mlp" in d):
                 raise ValueError("not an object with a weights object or an mlp")
-            if not isinstance(d.get("features"), list) or tuple(d["features"]) != FEATURES:
-                raise ValueError(f"features {d.get('features')} are not this engine's {list(FEATURES)}")
+            feats = d.get("features")
+            if not isinstance(feats, list) or not feats or tuple(feats) != FEATURES[: len(feats)]:
+                raise ValueError(f"features {feats} are not this engine's {list(FEATURES)} (or their first ones)")
+            nf = len(feats)
             weights = {}
             if "mlp" in d and "weights" in d:
                 raise ValueError("holds both weights and an mlp")
-            mlp = MLP.from_json(d["mlp"]) if "mlp" in d else None
+            mlp = MLP.from_json(d["mlp"], nf) if "mlp" in d else None
             for lang, w in (d.get("weights") or {}).items():
                 try:
-                    weights[lang] = _array(w, (BUCKETS, len(FEATURES)))
+                    a = _array(w, (BUCKETS, nf))
                 except ValueError as e:
                     raise ValueError(f"weights of {lang!r} are {e}") from None
+                weights[lang] = np.pad(a, ((0, 0), (0, len(FEATURES) - nf)))
             k = d.get("k", TOP_K)
             if type(k) is not int or not 2 <= k <= 256:
                 raise ValueError(f"k={k!r} is not an integer in 2..256")

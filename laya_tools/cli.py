@@ -288,7 +288,8 @@ def _cmd_tune(a) -> int:
 
         return rerank_fit.main(a)
     given = [f for f, v in (("--out", a.out), ("--decisions-in", a.decisions_in),
-                            ("--decisions-out", a.decisions_out)) if v is not None]
+                            ("--decisions-out", a.decisions_out),
+                            ("--decisions-weights", a.decisions_weights)) if v is not None]
     if given:
         print(f"laya tune: {', '.join(given)} only apply with --rerank (without it, laya tune prints "
               "ranking options)", file=sys.stderr)
@@ -442,11 +443,17 @@ def main(argv=None) -> int:
     p.add_argument("--decisions-in", default=None,
                    help="with --rerank: fit from these .npz files (comma-separated) instead of collecting "
                         "(--files, --languages, --seed, --model are then not used)")
+    p.add_argument("--decisions-weights", default=None,
+                   help="with --decisions-in: a weight per file (comma-separated, >= 0), multiplied into "
+                        "its decisions' loss: a mixture of collections (the shipped fit: README)")
+    p.add_argument("--rerank-fit-seed", type=int, default=0,
+                   help="with --rerank --rerank-model mlp: the fit's random seed (initial weights, batches; "
+                        "default: %(default)s)")
     p.add_argument("--rerank-workspace", action="store_true",
                    help="with --rerank: also type each file with the rest of its package as the workspace")
     p.add_argument("--rerank-faced-only", action="store_true",
                    help="with --rerank: keep only the decisions a user of the model's own re-ranker faces "
-                        "(none after a word's first item was right; README: not shipped, why)")
+                        "(none after a word's first item was right), collecting or from --decisions-in")
     p.add_argument("--out", default=None,
                    help="with --rerank: the rerank.json to write (required: copy it into a model folder "
                         "once `laya eval` shows it saves more)")

@@ -47,15 +47,16 @@ def identity_weights() -> np.ndarray:
 def collect(predictor, files, workspace: bool = False, faced_only: bool = False) -> dict[str, np.ndarray]:
     """Type ``files`` (``evaluate.EvalFile``) and return the decisions: ``F`` ``(n, k, features)``,
     ``mask`` ``(n, k)``, ``label`` (index of the right candidate), ``rest`` (its characters past the
-    typed ones), ``bucket`` (typed length, capped) and ``language`` per decision. With
+    typed ones), ``bucket`` (typed length, capped), ``language`` and ``faced`` (below) per decision. With
     ``workspace``, each file is typed twice: alone, then with the rest of its package as the
     workspace (as ``laya eval --workspace both`` does).
 
-    With ``faced_only``, only the decisions a user of the predictor's own re-ranker faces are
-    kept: once the first item at a word was the right one (ranked by that re-ranker where it
-    re-ranks, else in the engine's order), that user took it, and the word's later keystrokes
-    (which ``evaluate.score_file`` still asks, up to 2 typed characters, for its top-1 counts) are
-    left out. Otherwise all are kept, as the re-ranker shipped on 2026-12-03 was fitted."""
+    ``faced``: the decision is one a user of the predictor's own re-ranker faces: no earlier
+    keystroke of the word had the right first item (ranked by that re-ranker where it re-ranks,
+    else in the engine's order); after one, that user took it, and the word's later keystrokes
+    are the ones ``evaluate.score_file`` still asks, up to 2 typed characters, for its top-1
+    counts. With ``faced_only``, only those are kept; otherwise all, as the re-ranker shipped on
+    2026-12-03 was fitted. The ``passed_over`` feature follows that re-ranker's first items too."""
     from engine.rerank import BUCKETS, FEATURES, TOP_K, Reranker
 
     from .evaluate import Score, score_file, targets, use_package_workspace
@@ -64,21 +65,22 @@ def collect(predictor, files, workspace: bool = False, faced_only: bool = False)
     predictor.reranker = Reranker({"*": identity_weights()}, TOP_K)
     target: list[str | None] = [None]
     rows: list[tuple] = []
-    # faced_only: where the word being typed starts (``at``), whether its first item was right at
+    # ``faced``: where the word being typed starts (``at``), whether its first item was right at
     # an earlier keystroke (``taken``), and whether this keystroke's first item is the word by the
     # re-ranker (``first``: None where it did not re-rank)
     at, taken, first = [0], [False], [None]
+    shown = [None]  # the first item by that re-ranker, where it re-ranked
 
     def note(f, ws, typed, language):
         t = target[0]
-        if faced_only:
-            scorer = saved.scorer(language) if saved is not None else None
-            first[0] = ws[int(np.argmax(scorer(f, len(typed))))] == t if scorer is not None else ws[0] == t
-            if taken[0]:
-                return
+        scorer = saved.scorer(language) if saved is not None else None
+        shown[0] = ws[int(np.argmax(scorer(f, len(typed))))] if scorer is not None else ws[0]
+        first[0] = shown[0] == t
+        if faced_only and taken[0]:
+            return
         if t is not None and t in ws and t.startswith(typed):
             rows.append((min(len(typed), BUCKETS - 1), f.astype(np.float32), ws.index(t),
-                         len(t) - len(typed), language))
+                         len(t) - len(typed), language, not taken[0]))
 
     predictor.rerank_log = note
     try:
@@ -91,9 +93,11 @@ def collect(predictor, files, workspace: bool = False, faced_only: bool = False)
             predictor.observe_document(doc, "", fl.language)
 
             def ask(prefix, doc=doc):
-                first[0] = None
+                first[0] = shown[0] = None
                 items = [c.text for c in predictor.predict(prefix, doc_id=doc, max_items=20) if c.kind != "line"]
-                if faced_only and target[0] is not None:
+                if shown[0] is not None:
+                    predictor.shown_first = shown[0]  # what that re-ranker shows first (``passed_over``)
+                if target[0] is not None:
                     if first[0] is None:  # not re-ranked: the engine's order, as score_file filters it
                         c = len(prefix) - at[0]
                         typed = target[0][:c]
@@ -129,7 +133,7 @@ def collect(predictor, files, workspace: bool = False, faced_only: bool = False)
     return {"F": F, "mask": mask, "label": np.array([r[2] for r in rows], np.int64),
             "rest": np.array([r[3] for r in rows], np.int64),
             "bucket": np.array([r[0] for r in rows], np.int64),
-            "language": np.array([r[4] for r in rows])}
+            "language": np.array([r[4] for r in rows]), "faced": np.array([r[5] for r in rows], bool)}
 
 
 def fit(data: dict[str, np.ndarray], shrink: float = 0.01, l2: float = 1e-3, iters: int = 300,
@@ -143,6 +147,8 @@ def fit(data: dict[str, np.ndarray], shrink: float = 0.01, l2: float = 1e-3, ite
     mask, y, b = data["mask"], data["label"], data["bucket"]
     saves = np.maximum(data["rest"] - 1, 0.5).astype(np.float64)
     wt = {"saved": saves, "sqrt": np.sqrt(saves), "none": np.ones_like(saves)}[weighting]
+    if "weight" in data:  # a per-decision multiplier (load_decisions' weights)
+        wt = wt * data["weight"]
     wt /= wt.sum()
     li = np.searchsorted(np.array(langs), data["language"])
     nf = len(FEATURES)
@@ -223,6 +229,8 @@ def fit_mlp(data: dict[str, np.ndarray], hidden: int = 32, epochs: int = 4, batc
     onehot[np.arange(n)[keep], BUCKETS + li[keep]] = 1
     saves = np.maximum(data["rest"] - 1, 0.5).astype(np.float32)
     wt = np.sqrt(saves)
+    if "weight" in data:  # a per-decision multiplier (a mixture of collections)
+        wt = wt * data["weight"].astype(np.float32)
     wt /= wt.mean()
     d_in = nf + BUCKETS + len(langs)
 
@@ -277,17 +285,22 @@ def fit_mlp(data: dict[str, np.ndarray], hidden: int = 32, epochs: int = 4, batc
 
 
 DECISION_KEYS = ("F", "mask", "label", "rest", "bucket", "language")
-"""The arrays of one collection (:func:`collect`)."""
+"""The arrays of one collection (:func:`collect`), and ``faced`` where it has it (collections
+before 2026-12-04 do not)."""
 
 
 def save_decisions(data: dict[str, np.ndarray], path: Path, meta: dict | None = None) -> None:
     """Write collected decisions (:func:`collect`) and what collected them (``meta``: files,
     seed, ...) to an ``.npz``, to fit later or elsewhere."""
-    np.savez_compressed(path, **{k: data[k] for k in DECISION_KEYS}, meta=np.array(json.dumps(meta or {})))
+    np.savez_compressed(path, **{k: data[k] for k in DECISION_KEYS + ("faced",) if k in data},
+                        meta=np.array(json.dumps(meta or {})))
 
 
-def load_decisions(paths: list[Path]) -> tuple[dict[str, np.ndarray], list[dict]]:
+def load_decisions(paths: list[Path], weights: list[float] | None = None) -> tuple[dict[str, np.ndarray], list[dict]]:
     """Read and concatenate ``.npz`` files of :func:`save_decisions`: ``(decisions, [meta per file])``.
+    With ``weights`` (one per file), the decisions get a ``weight`` array: their file's, which
+    :func:`fit_mlp` multiplies into each decision's loss (a mixture of collections, e.g. all the
+    decisions and the faced-only ones of the same files); files of weight 0 are left out.
 
     Raises:
         ValueError: a file is missing, not an ``.npz`` of :func:`save_decisions` for this engine
@@ -309,12 +322,13 @@ def load_decisions(paths: list[Path]) -> tuple[dict[str, np.ndarray], list[dict]
                 missing = [k for k in DECISION_KEYS if k not in z.files]
                 if missing:
                     raise ValueError(f"no {', '.join(missing)} array")
-                d = {k: z[k] for k in DECISION_KEYS}
+                d = {k: z[k] for k in DECISION_KEYS + ("faced",) if k in z.files}
                 meta = json.loads(str(z["meta"])) if "meta" in z.files else {}
             F, n = d["F"], len(d["label"])
             if F.ndim != 3 or F.shape[0] != n or F.shape[2] != len(FEATURES):
                 raise ValueError(f"F is {F.shape}, not (decisions, candidates, {len(FEATURES)})")
-            if d["mask"].shape != F.shape[:2] or any(d[k].shape != (n,) for k in ("rest", "bucket", "language")):
+            if d["mask"].shape != F.shape[:2] or any(d[k].shape != (n,) for k in ("rest", "bucket", "language")) \
+                    or ("faced" in d and (d["faced"].shape != (n,) or d["faced"].dtype != bool)):
                 raise ValueError("the arrays do not hold the same decisions")
             if not np.isfinite(F).all() or d["language"].dtype.kind != "U" or not isinstance(meta, dict):
                 raise ValueError("features not finite, languages not text or meta not an object")
@@ -328,7 +342,14 @@ def load_decisions(paths: list[Path]) -> tuple[dict[str, np.ndarray], list[dict]
         metas.append(meta)
     if len({part["F"].shape[1] for part in parts}) > 1:
         raise ValueError(f"{', '.join(map(str, paths))}: the files re-rank different numbers of candidates")
-    data = {k: np.concatenate([d[k] for d in parts]) for k in DECISION_KEYS}
+    if weights is not None:
+        if len(weights) != len(paths) or not all(0 <= w < float("inf") for w in weights) or not any(weights):
+            raise ValueError(f"weights {weights}: give one number >= 0 per file, not all 0")
+        for d, w in zip(parts, weights):
+            d["weight"] = np.full(len(d["label"]), w, np.float32)
+        parts = [d for d, w in zip(parts, weights) if w > 0]
+    keys = [k for k in parts[0] if all(k in d for d in parts)]  # ``faced``: where every file has it
+    data = {k: np.concatenate([d[k] for d in parts]) for k in keys}
     if not len(data["label"]):
         raise ValueError(f"{', '.join(map(str, paths))}: no decisions")
     return data, metas
@@ -349,6 +370,8 @@ def main(a) -> int:
     names = a.decisions_in.split(",") if a.decisions_in is not None else []
     if a.decisions_in is not None and (not all(x.strip() for x in names) or len(set(names)) != len(names)):
         problem = f"--decisions-in {a.decisions_in!r}: name each .npz file once, separated by commas"
+    elif a.decisions_weights is not None and a.decisions_in is None:
+        problem = "--decisions-weights weighs the --decisions-in files: give those"
     elif a.decisions_in and a.decisions_out:
         problem = "--decisions-in fits saved decisions; --decisions-out saves a new collection: give one"
     elif a.decisions_out and not a.decisions_out.endswith(".npz"):
@@ -366,12 +389,30 @@ def main(a) -> int:
             "model": a.rerank_model}
     if a.decisions_in is not None:
         paths = [Path(x) for x in names]
+        weights = None
+        if a.decisions_weights is not None:
+            try:
+                weights = [float(x) for x in a.decisions_weights.split(",")]
+            except ValueError:
+                weights = []
+            if len(weights) != len(paths) or not all(0 <= w < float("inf") for w in weights) or not any(weights):
+                print(f"laya tune --rerank: --decisions-weights {a.decisions_weights!r}: give one number >= 0 "
+                      f"per --decisions-in file ({len(paths)}), separated by commas, not all 0", file=sys.stderr)
+                return 2
         try:
-            data, metas = load_decisions(paths)
+            data, metas = load_decisions(paths, weights)
         except ValueError as e:
             print(f"laya tune --rerank: cannot read the decisions ({e})", file=sys.stderr)
             return 2
-        meta["collections"] = [{"file": x.name, **m} for x, m in zip(paths, metas)]
+        meta["collections"] = [{"file": x.name, **m, **({"weight": w} if weights else {})}
+                               for x, m, w in zip(paths, metas, weights or [None] * len(paths))]
+        if getattr(a, "rerank_faced_only", False):
+            if "faced" not in data:
+                print(f"laya tune --rerank: --rerank-faced-only: {a.decisions_in} do not all mark the faced "
+                      "decisions (collected before 2026-12-04): collect again", file=sys.stderr)
+                return 2
+            data = {k: v[data["faced"]] for k, v in data.items()}
+            meta["faced_only"] = True
     else:
         corpus = Path(a.corpus)
         langs = a.languages.split(",") if a.languages else None
@@ -395,7 +436,8 @@ def main(a) -> int:
         return 2
     out = Path(a.out)
     if a.rerank_model == "mlp":
-        mlp, stats = fit_mlp(data)
+        mlp, stats = fit_mlp(data, seed=a.rerank_fit_seed)
+        meta["fit_seed"] = a.rerank_fit_seed
         Reranker(None, TOP_K, {**meta, **stats}, mlp).save(out)
         if stats["top1_after"] <= stats["top1_before"]:
             print(f"laya tune --rerank: warning: the fit ranks the collected decisions no better than the "

@@ -248,6 +248,11 @@ def test_fitting_the_reranker_from_decisions_that_cannot_be_read(tmp_path, conte
     (["--decisions-in", "a.npz,a.npz"], "name each .npz file once"),
     (["--decisions-in", "/nonexistent-dir/d.npz"], "no such file"),
     (["--decisions-out", "d.npz", "--out", "/tmp"], "is a folder"),
+    (["--decisions-weights", "1"], "give those"),
+    (["--decisions-in", "a.npz,b.npz", "--decisions-weights", "1"], "one number >= 0 per --decisions-in file (2)"),
+    (["--decisions-in", "a.npz", "--decisions-weights", "x"], "one number >= 0"),
+    (["--decisions-in", "a.npz", "--decisions-weights", "-1"], "one number >= 0"),
+    (["--decisions-in", "a.npz", "--decisions-weights", "0"], "not all 0"),
 ])
 def test_reranker_decision_files_are_checked_before_collecting(tmp_path, args, words):
     out = run(LAYA + ["tune", "--rerank", "--out", str(tmp_path / "r.json")] + args)
@@ -259,3 +264,40 @@ def test_reranker_flags_without_rerank_are_refused(tmp_path):
     silently do that instead of fitting."""
     out = run(LAYA + ["tune", "--decisions-in", "a.npz", "--out", str(tmp_path / "r.json")])
     assert_one_line_error(out, "laya tune:", "only apply with --rerank", code=2)
+
+
+def _decisions(path, faced: bool):
+    """A small collection of decisions whose answer is marked by ``on_line``; ``faced``: with the
+    ``faced`` flags (every other decision)."""
+    import numpy as np
+
+    from engine.rerank import FEATURES
+    from laya_tools.rerank_fit import save_decisions
+
+    rng = np.random.default_rng(0)
+    n, k = 64, 4
+    F = rng.normal(size=(n, k, len(FEATURES))).astype(np.float32)
+    label = rng.integers(0, k, n)
+    F[np.arange(n), label, FEATURES.index("on_line")] += 3.0
+    data = {"F": F, "mask": np.ones((n, k), bool), "label": label, "rest": np.full(n, 4),
+            "bucket": np.zeros(n, np.int64), "language": np.array(["go"] * n)}
+    if faced:
+        data["faced"] = np.arange(n) % 2 == 0
+    save_decisions(data, path)
+
+
+def test_fitting_faced_only_from_saved_decisions(tmp_path):
+    """``--rerank-faced-only`` with ``--decisions-in`` keeps the decisions marked ``faced``; files
+    collected before the mark existed are refused by name."""
+    import json
+
+    _decisions(tmp_path / "old.npz", faced=False)
+    out = run(LAYA + ["tune", "--rerank", "--decisions-in", str(tmp_path / "old.npz"), "--rerank-faced-only",
+                      "--out", str(tmp_path / "r.json")])
+    assert_one_line_error(out, "laya tune --rerank:", "old.npz", "collect again", code=2)
+    _decisions(tmp_path / "new.npz", faced=True)
+    out = run(LAYA + ["tune", "--rerank", "--decisions-in", str(tmp_path / "new.npz"), "--rerank-faced-only",
+                      "--rerank-fit-seed", "3", "--out", str(tmp_path / "r.json")])
+    assert out.returncode == 0, out.stderr
+    meta = json.loads((tmp_path / "r.json").read_text())["meta"]
+    assert meta["decisions"] == 32 and meta["faced_only"] is True and meta["fit_seed"] == 3

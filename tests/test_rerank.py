@@ -174,6 +174,80 @@ def test_features_of_a_decision(predictor):
     assert f[0, FEATURES.index("score")] == 0 and (f[:, FEATURES.index("score")] <= 0).all()
 
 
+def _passed_over(predictor, text, doc="file:///p.py"):
+    """``{word: passed_over}`` of the re-ranked candidates at the end of ``text``."""
+    seen = []
+    predictor.rerank_log = lambda f, ws, typed, lang: seen.append(dict(zip(ws, f[:, FEATURES.index("passed_over")])))
+    try:
+        predictor.predict(text, doc_id=doc)
+    finally:
+        predictor.rerank_log = None
+    return seen[-1] if seen else {}
+
+
+def test_the_first_item_typed_past_is_marked_passed_over(predictor):
+    """``passed_over``: the first item at an earlier keystroke of the same word, typed past; not
+    when the same text is asked again, not at another word, not after a reset, nor with the
+    option off."""
+    text = "class Reader:\n    def load(self, path):\n        self.records = load(path)\n        self.recorder = 1\n\n    def again(self):\n        self.rec"
+    predictor.reset()
+    predictor.observe_document("file:///p.py", text, "python")
+    for _ in range(100):
+        first = predictor.predict(text, doc_id="file:///p.py")[0].text
+        if predictor._hidden is not None:
+            break
+    again = _passed_over(predictor, text)  # the same keystroke asked again: nothing typed past
+    assert first in again and not any(again.values())
+    first = predictor.shown_first
+    assert first.startswith("reco")
+    marks = _passed_over(predictor, text + "o")
+    assert marks[first] == 1 and sum(marks.values()) == 1
+    second = predictor.shown_first
+    marks = _passed_over(predictor, text + "or")
+    assert marks[first] == 1 and (second == first or marks.get(second, 1) == 1)
+    # another word (the text before it differs) starts afresh
+    assert not any(_passed_over(predictor, text + "or.x + self.rec").values())
+    from dataclasses import replace
+
+    cfg = predictor.config
+    try:
+        predictor.config = replace(cfg, rerank_passed_over=False)
+        _passed_over(predictor, text)
+        assert not any(_passed_over(predictor, text + "o").values())
+    finally:
+        predictor.config = cfg
+    predictor.reset()
+    assert predictor.shown_first is None and not predictor._passed
+
+
+def test_a_file_fitted_before_the_last_features_loads_with_zero_weights_on_them(tmp_path):
+    full = Reranker.load(DEFAULT_MODEL_DIR / FILE)
+    full.save(tmp_path / "full.json")
+    d = json.loads((tmp_path / "full.json").read_text())
+    nf = len(FEATURES)
+    # drop the last feature from the file: its rows in w1 and skip
+    d["features"] = d["features"][:-1]
+    m = d["mlp"]
+    m["w1"] = m["w1"][: nf - 1] + m["w1"][nf:]
+    m["skip"] = m["skip"][: nf - 1] + m["skip"][nf:]
+    (tmp_path / FILE).write_text(json.dumps(d))
+    old = Reranker.load(tmp_path / FILE)
+    assert (old.mlp.w1[nf - 1] == 0).all() and old.mlp.skip[nf - 1] == 0
+    f = np.random.default_rng(0).normal(size=(6, nf))
+    f0 = f.copy()
+    f0[:, nf - 1] = 0
+    assert np.allclose(old.mlp.score(f, 1, "go"), old.mlp.score(f0, 1, "go"))
+    assert np.allclose(old.mlp.score(f, 1, "go"), full.mlp.score(f0, 1, "go"), atol=1e-4)
+    # a linear file too
+    lin = Reranker({"*": identity_weights()})
+    lin.save(tmp_path / "lin.json")
+    e = json.loads((tmp_path / "lin.json").read_text())
+    e["features"] = e["features"][:-1]
+    e["weights"] = {k: [row[:-1] for row in w] for k, w in e["weights"].items()}
+    (tmp_path / "lin.json").write_text(json.dumps(e))
+    assert np.array_equal(Reranker.load(tmp_path / "lin.json").weights["*"], identity_weights())
+
+
 def test_recency_ranks_count_distinct_names_newest_first():
     r = recency_ranks(["x", "y"], [["a", "b"], ["b", "c", "y"]])
     assert r == {"y": 0, "x": 1, "c": 2, "b": 3, "a": 4}
@@ -211,6 +285,34 @@ def test_fit_mlp_learns_which_feature_marks_the_answer(tmp_path):
     assert mlp.languages == ["c", "go"]
     hits = [mlp.score(F[i].astype(np.float64), int(data["bucket"][i]), "go").argmax() == label[i] for i in range(200)]
     assert np.mean(hits) > 0.8
+
+
+def test_weighted_collections_decide_what_the_fit_learns(tmp_path):
+    """``load_decisions(paths, weights)``: each file's decisions weigh by its weight in the loss
+    (``laya tune --rerank --decisions-weights``). Two collections disagree on which feature marks the
+    answer; the fit follows the heavier one, and a weight of 0 leaves a file out."""
+    rng = np.random.default_rng(1)
+    n, k = 1200, 6
+    for name, feature in (("a", "on_line"), ("b", "keyword")):
+        F = rng.normal(size=(n, k, len(FEATURES))).astype(np.float32)
+        label = rng.integers(0, k, n)
+        F[np.arange(n), label, FEATURES.index(feature)] += 3.0
+        save_decisions({"F": F, "mask": np.ones((n, k), bool), "label": label, "rest": np.full(n, 5),
+                        "bucket": rng.integers(0, BUCKETS, n), "language": np.array(["go"] * n)},
+                       tmp_path / f"{name}.npz")
+    paths = [tmp_path / "a.npz", tmp_path / "b.npz"]
+    learned = {}
+    for weights in ([1.0, 0.1], [0.1, 1.0]):
+        data, _ = load_decisions(paths, weights)
+        assert np.allclose(sorted(set(data["weight"].tolist())), sorted(weights))
+        w, _ = fit(data, iters=150)
+        learned[tuple(weights)] = w["go"][:, FEATURES.index("on_line")].mean() - w["go"][:, FEATURES.index("keyword")].mean()
+    assert learned[(1.0, 0.1)] > 0.5 and learned[(0.1, 1.0)] < -0.5
+    only_a, _ = load_decisions(paths, [1.0, 0.0])
+    assert len(only_a["label"]) == n
+    for bad in ([1.0], [1.0, -1.0], [0.0, 0.0], [1.0, float("nan")]):
+        with pytest.raises(ValueError, match="weights"):
+            load_decisions(paths, bad)
 
 
 @pytest.mark.parametrize("bad", ["label", "features", "bucket", "nan", "empty", "not npz", "language"])
@@ -262,6 +364,9 @@ def test_collect_faced_only_leaves_out_the_keystrokes_after_a_right_first_item(p
     assert np.array_equal(faced["F"][faced["bucket"] == 0], every["F"][at0])
     # later keystrokes: only those of words whose first item was not yet right
     assert 0 < (faced["bucket"] > 0).sum() < 0.8 * (every["bucket"] > 0).sum()
+    # every collection marks them: the faced-only one holds exactly the marked decisions
+    assert faced["faced"].all() and every["faced"].sum() == len(faced["label"]) < len(every["label"])
+    assert np.array_equal(every["F"][every["faced"]], faced["F"])
     assert predictor.rerank_log is None and predictor.reranker is not None
 
 
@@ -299,7 +404,7 @@ def test_a_bad_rerank_file_is_named(copy, change):
         Reranker({lang: identity_weights() for lang in ("*", "python", "go")}).save(path)
     d = json.loads(path.read_text())
     if change == "features":
-        d["features"] = d["features"][:-1]
+        d["features"] = d["features"][::-1]
     elif change == "shape":
         d["weights"]["python"] = d["weights"]["python"][:2]
     elif change == "nan":
