@@ -454,6 +454,11 @@ def main(argv=None) -> int:
     p.add_argument("--rerank-faced-only", action="store_true",
                    help="with --rerank: keep only the decisions a user of the model's own re-ranker faces "
                         "(none after a word's first item was right), collecting or from --decisions-in")
+    p.add_argument("--rerank-unfaced-weight", type=float, default=1.0,
+                   help="with --rerank: the weight of the decisions a user of the model's own re-ranker "
+                        "does not face (after a word's first item was right; a user who did not look): 0 "
+                        "leaves them out, 1 weighs them as the others (default: %(default)s; the shipped "
+                        "fit: 0.3, README)")
     p.add_argument("--out", default=None,
                    help="with --rerank: the rerank.json to write (required: copy it into a model folder "
                         "once `laya eval` shows it saves more)")

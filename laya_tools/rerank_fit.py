@@ -370,6 +370,8 @@ def main(a) -> int:
     names = a.decisions_in.split(",") if a.decisions_in is not None else []
     if a.decisions_in is not None and (not all(x.strip() for x in names) or len(set(names)) != len(names)):
         problem = f"--decisions-in {a.decisions_in!r}: name each .npz file once, separated by commas"
+    elif not 0 <= getattr(a, "rerank_unfaced_weight", 1.0) <= 1:
+        problem = f"--rerank-unfaced-weight {a.rerank_unfaced_weight}: give a number from 0 to 1"
     elif a.decisions_weights is not None and a.decisions_in is None:
         problem = "--decisions-weights weighs the --decisions-in files: give those"
     elif a.decisions_in and a.decisions_out:
@@ -430,6 +432,17 @@ def main(a) -> int:
         if a.decisions_out:
             save_decisions(data, Path(a.decisions_out), collection)
             print(f"saved {len(data['label'])} decisions to {a.decisions_out}")
+    uw = getattr(a, "rerank_unfaced_weight", 1.0)
+    if uw != 1.0 and len(data["label"]):
+        if "faced" not in data:
+            print(f"laya tune --rerank: --rerank-unfaced-weight: {a.decisions_in} do not all mark the faced "
+                  "decisions (collected before 2026-12-04): collect again", file=sys.stderr)
+            return 2
+        w = np.where(data["faced"], 1.0, uw).astype(np.float32)
+        keep = w > 0
+        data = {k: v[keep] for k, v in data.items()}
+        data["weight"] = data["weight"] * w[keep] if "weight" in data else w[keep]
+        meta["unfaced_weight"] = uw
     if not len(data["label"]):
         print("laya tune --rerank: no decisions were collected (no tune files for these languages?)",
               file=sys.stderr)

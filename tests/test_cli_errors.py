@@ -249,6 +249,8 @@ def test_fitting_the_reranker_from_decisions_that_cannot_be_read(tmp_path, conte
     (["--decisions-in", "/nonexistent-dir/d.npz"], "no such file"),
     (["--decisions-out", "d.npz", "--out", "/tmp"], "is a folder"),
     (["--decisions-weights", "1"], "give those"),
+    (["--rerank-unfaced-weight", "1.5"], "from 0 to 1"),
+    (["--rerank-unfaced-weight", "-0.1"], "from 0 to 1"),
     (["--decisions-in", "a.npz,b.npz", "--decisions-weights", "1"], "one number >= 0 per --decisions-in file (2)"),
     (["--decisions-in", "a.npz", "--decisions-weights", "x"], "one number >= 0"),
     (["--decisions-in", "a.npz", "--decisions-weights", "-1"], "one number >= 0"),
@@ -301,3 +303,23 @@ def test_fitting_faced_only_from_saved_decisions(tmp_path):
     assert out.returncode == 0, out.stderr
     meta = json.loads((tmp_path / "r.json").read_text())["meta"]
     assert meta["decisions"] == 32 and meta["faced_only"] is True and meta["fit_seed"] == 3
+
+
+def test_fitting_with_the_unfaced_decisions_weighed_down(tmp_path):
+    """``--rerank-unfaced-weight W`` keeps every decision and weighs the unfaced ones by ``W`` (the
+    shipped fit: 0.3); files without the ``faced`` marks are refused by name."""
+    import json
+
+    _decisions(tmp_path / "old.npz", faced=False)
+    out = run(LAYA + ["tune", "--rerank", "--decisions-in", str(tmp_path / "old.npz"),
+                      "--rerank-unfaced-weight", "0.3", "--out", str(tmp_path / "r.json")])
+    assert_one_line_error(out, "laya tune --rerank:", "old.npz", "collect again", code=2)
+    _decisions(tmp_path / "new.npz", faced=True)
+    out = run(LAYA + ["tune", "--rerank", "--decisions-in", str(tmp_path / "new.npz"),
+                      "--rerank-unfaced-weight", "0.3", "--out", str(tmp_path / "r.json")])
+    assert out.returncode == 0, out.stderr
+    meta = json.loads((tmp_path / "r.json").read_text())["meta"]
+    assert meta["decisions"] == 64 and meta["unfaced_weight"] == 0.3
+    out = run(LAYA + ["tune", "--rerank", "--decisions-in", str(tmp_path / "new.npz"),
+                      "--rerank-unfaced-weight", "0", "--out", str(tmp_path / "r.json")])
+    assert out.returncode == 0 and json.loads((tmp_path / "r.json").read_text())["meta"]["decisions"] == 32
