@@ -138,6 +138,9 @@ def _indented(text: str) -> bool:
 _LOG_RANK = np.log1p(np.arange(256))
 """The re-ranker's ``rank`` feature by place (``engine.rerank``; ``k`` is at most 256)."""
 
+PASSED_CONTEXT_CHARS = 256
+"""Characters before the word being typed that tell it from another (``Predictor._track_passed``)."""
+
 FULL_HEAD_MAX_VOCAB = 8192
 """Up to this vocabulary size the whole LM head is computed once per context (see ``predict``)."""
 
@@ -821,10 +824,13 @@ class Predictor:
         """Keep the first items typed past while one word is typed (``passed_over``): the last
         decision's first item joins them when this one is the same word with more typed after
         it; a new word (another document or text before it) starts empty, and the same or less
-        typed (asked again, a deletion) adds nothing."""
+        typed (asked again, a deletion) adds nothing. The text before the word is compared by its
+        last :data:`PASSED_CONTEXT_CHARS` (the server's prefix is the last 64 KB before the cursor,
+        whose start moves as the user types)."""
+        here = ctx_text[-PASSED_CONTEXT_CHARS:]
         at = self._word_at
-        if at is None or at[0] != doc_id or at[1] != ctx_text:
-            self._word_at = (doc_id, ctx_text)
+        if at is None or at[0] != doc_id or at[1] != here:
+            self._word_at = (doc_id, here)
             if self._passed:
                 self._passed = set()
         elif len(typed) > len(self._word_typed) and typed.startswith(self._word_typed) and self.shown_first:

@@ -7,7 +7,9 @@ Typed are ``self.rec`` and ``self.reco`` only: at ``self.recor`` the re-ranker p
 before the document's ``records`` once the document's counts are installed (asynchronously, so
 the outcome depended on timing and CI failed on it, 2026-12-04). That is what it was fitted to
 do: in the keystroke replay it learned from, a user takes the first item when it is right, so a
-document word that led at ``reco`` and was typed past is mostly the wrong one."""
+document word that led at ``reco`` and was typed past is mostly the wrong one. (The re-ranker
+shipped later that day knows which word was typed past, ``passed_over``, and keeps ``records``
+first there; the test still stops before it.)"""
 
 from laya_tools.pipe_client import PipeClient, position
 
