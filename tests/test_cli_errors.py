@@ -273,16 +273,11 @@ def _decisions(path, faced: bool):
     ``faced`` flags (every other decision)."""
     import numpy as np
 
-    from engine.rerank import FEATURES
     from laya_tools.rerank_fit import save_decisions
+    from tests.rerank_decisions import marked_decisions
 
-    rng = np.random.default_rng(0)
-    n, k = 64, 4
-    F = rng.normal(size=(n, k, len(FEATURES))).astype(np.float32)
-    label = rng.integers(0, k, n)
-    F[np.arange(n), label, FEATURES.index("on_line")] += 3.0
-    data = {"F": F, "mask": np.ones((n, k), bool), "label": label, "rest": np.full(n, 4),
-            "bucket": np.zeros(n, np.int64), "language": np.array(["go"] * n)}
+    n = 64
+    data = marked_decisions(n, 4, languages=("go",), rest=4, buckets=False)
     if faced:
         data["faced"] = np.arange(n) % 2 == 0
     save_decisions(data, path)

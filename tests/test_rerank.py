@@ -12,6 +12,7 @@ from engine.model_io import DEFAULT_MODEL_DIR, ModelLoadError
 from engine.predictor import Predictor
 from engine.rerank import BUCKETS, FEATURES, FILE, MLP, TOP_K, Reranker, recency_ranks
 from laya_tools.evaluate import EvalFile
+from tests.rerank_decisions import marked_decisions
 from laya_tools.rerank_fit import collect, fit, fit_mlp, identity_weights, load_decisions, save_decisions
 
 TEXT = open(inspect.getsourcefile(textwrap), encoding="utf-8").read()[:8000]
@@ -254,13 +255,7 @@ def test_recency_ranks_count_distinct_names_newest_first():
 
 
 def test_fit_learns_which_feature_marks_the_answer():
-    rng = np.random.default_rng(0)
-    n, k = 600, 8
-    F = rng.normal(size=(n, k, len(FEATURES))).astype(np.float32)
-    label = rng.integers(0, k, n)
-    F[np.arange(n), label, FEATURES.index("on_line")] += 3.0  # the answer is the one on the line
-    data = {"F": F, "mask": np.ones((n, k), bool), "label": label, "rest": np.full(n, 5),
-            "bucket": rng.integers(0, BUCKETS, n), "language": np.array(["go", "c"] * (n // 2))}
+    data = marked_decisions(600, 8)  # the answer is the one on the line
     weights, stats = fit(data, iters=150)
     assert stats["top1_after"] > 0.8 > 0.3 > stats["top1_before"]
     assert set(weights) == {"*", "go", "c"}
@@ -268,13 +263,9 @@ def test_fit_learns_which_feature_marks_the_answer():
 
 
 def test_fit_mlp_learns_which_feature_marks_the_answer(tmp_path):
-    rng = np.random.default_rng(0)
-    n, k = 2000, 8
-    F = rng.normal(size=(n, k, len(FEATURES))).astype(np.float32)
-    label = rng.integers(0, k, n)
-    F[np.arange(n), label, FEATURES.index("on_line")] += 3.0
-    data = {"F": F, "mask": np.ones((n, k), bool), "label": label, "rest": np.full(n, 5),
-            "bucket": rng.integers(0, BUCKETS, n), "language": np.array(["go", "c"] * (n // 2))}
+    n = 2000
+    data = marked_decisions(n, 8)
+    F, label = data["F"], data["label"]
     half = {key: v[: n // 2] for key, v in data.items()}
     save_decisions(half, tmp_path / "a.npz", {"seed": 3})
     save_decisions({key: v[n // 2:] for key, v in data.items()}, tmp_path / "b.npz")
@@ -291,15 +282,9 @@ def test_weighted_collections_decide_what_the_fit_learns(tmp_path):
     """``load_decisions(paths, weights)``: each file's decisions weigh by its weight in the loss
     (``laya tune --rerank --decisions-weights``). Two collections disagree on which feature marks the
     answer; the fit follows the heavier one, and a weight of 0 leaves a file out."""
-    rng = np.random.default_rng(1)
-    n, k = 1200, 6
-    for name, feature in (("a", "on_line"), ("b", "keyword")):
-        F = rng.normal(size=(n, k, len(FEATURES))).astype(np.float32)
-        label = rng.integers(0, k, n)
-        F[np.arange(n), label, FEATURES.index(feature)] += 3.0
-        save_decisions({"F": F, "mask": np.ones((n, k), bool), "label": label, "rest": np.full(n, 5),
-                        "bucket": rng.integers(0, BUCKETS, n), "language": np.array(["go"] * n)},
-                       tmp_path / f"{name}.npz")
+    n = 1200
+    for seed, (name, feature) in enumerate((("a", "on_line"), ("b", "keyword"))):
+        save_decisions(marked_decisions(n, 6, seed=seed, feature=feature, languages=("go",)), tmp_path / f"{name}.npz")
     paths = [tmp_path / "a.npz", tmp_path / "b.npz"]
     learned = {}
     for weights in ([1.0, 0.1], [0.1, 1.0]):
