@@ -409,12 +409,7 @@ def main(a) -> int:
         meta["collections"] = [{"file": x.name, **m, **({"weight": w} if weights else {})}
                                for x, m, w in zip(paths, metas, weights or [None] * len(paths))]
         if getattr(a, "rerank_faced_only", False):
-            if "faced" not in data:
-                print(f"laya tune --rerank: --rerank-faced-only: {a.decisions_in} do not all mark the faced "
-                      "decisions (collected before 2026-12-04): collect again", file=sys.stderr)
-                return 2
-            data = {k: v[data["faced"]] for k, v in data.items()}
-            meta["faced_only"] = True
+            meta["faced_only"] = True  # from saved decisions: the unfaced ones weigh 0 (below)
     else:
         corpus = Path(a.corpus)
         langs = a.languages.split(",") if a.languages else None
@@ -432,10 +427,12 @@ def main(a) -> int:
         if a.decisions_out:
             save_decisions(data, Path(a.decisions_out), collection)
             print(f"saved {len(data['label'])} decisions to {a.decisions_out}")
-    uw = getattr(a, "rerank_unfaced_weight", 1.0)
+    faced_in = a.decisions_in is not None and getattr(a, "rerank_faced_only", False)
+    uw = 0.0 if faced_in else getattr(a, "rerank_unfaced_weight", 1.0)
     if uw != 1.0 and len(data["label"]):
         if "faced" not in data:
-            print(f"laya tune --rerank: --rerank-unfaced-weight: {a.decisions_in} do not all mark the faced "
+            flag = "--rerank-faced-only" if faced_in else "--rerank-unfaced-weight"
+            print(f"laya tune --rerank: {flag}: {a.decisions_in} do not all mark the faced "
                   "decisions (collected before 2026-12-04): collect again", file=sys.stderr)
             return 2
         w = np.where(data["faced"], 1.0, uw).astype(np.float32)
