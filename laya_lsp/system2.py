@@ -111,13 +111,16 @@ class System2Runner:
 
     def guess_for(self, uri: str, prefix: str) -> str | None:
         """The identifier the continuation has at this place (it starts with what was typed and
-        is longer), or None (``engine.system2.Continuation.word_at``)."""
-        cont = self.continuation_for(uri)
-        return cont.word_at(prefix) if cont is not None else None
+        is longer) when System 2 is confident enough of it, or None
+        (``engine.system2.confident_word_at``)."""
+        from engine.system2 import confident_word_at
+
+        return confident_word_at(self.continuation_for(uri), prefix)
 
     def merge(self, uri: str, prefix: str, candidates: list) -> list:
         """``candidates`` (``engine.types.Candidate``, best first) with the fitting guess at
-        :data:`RANK` (``engine.system2.merge``: moved there if the fast engine ranked it lower)."""
+        :data:`RANK` (``engine.system2.merge``: moved there if the fast engine ranked it lower;
+        a guess below ``engine.system2.MIN_WORD_LOGPROB`` leaves the list as it is)."""
         guess = self.guess_for(uri, prefix)
         if guess is None:
             return candidates

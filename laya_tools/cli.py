@@ -233,6 +233,7 @@ def _cmd_eval(a) -> int:
             else:
                 scores, secs = evaluate_in_process(files, p, workspace=ws, system2=system2 if s2 else None,
                                                    system2_rank=a.system2_rank, system2_lag=a.system2_lag,
+                                                   system2_min_logprob=a.system2_min_logprob,
                                                    lines=a.lines)
                 where = "in process"
             print(f"\nkeystrokes saved and next-identifier accuracy, {label}, {where}, {secs:.0f} s")
@@ -408,6 +409,10 @@ def main(argv=None) -> int:
     p.add_argument("--system2", default=None, metavar="GGUF",
                    help="merge a System 2 model's guesses (a GGUF path, or 'default': `laya system2 install`'s)")
     p.add_argument("--system2-rank", type=int, default=0, help="the System 2 guess's place in the list")
+    p.add_argument("--system2-min-logprob", type=float, default=None, metavar="NATS",
+                   help="in process: System 2's guess joins the list only when it gave the rest of the identifier "
+                        "this log-probability (default: the server's, engine.system2.MIN_WORD_LOGPROB; "
+                        "-inf: always)")
     p.add_argument("--gap-ms", type=float, default=0.0,
                    help="with --through-server: the typist's pause after each answer (default 0: back to back)")
     p.add_argument("--system2-lag", type=int, choices=(0, 1), default=1,

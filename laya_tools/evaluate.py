@@ -333,12 +333,18 @@ class LaggedSystem2:
     hand, ready at the word start; a word start right after the key that left the line gets no
     guess until the next keystroke. ``lag=0`` is a user who waits for System 2 at every key (the
     upper bound). ``path`` names the file in System 2's prompt, as the server does
-    (``laya_lsp.system2.prompt_path``).
+    (``laya_lsp.system2.prompt_path``). A guess whose rest System 2 gave less than
+    ``min_logprob`` nats leaves the list as it is (``engine.system2.confident_word_at``; None: the
+    server's ``MIN_WORD_LOGPROB``; ``-inf``: always first).
     """
 
-    def __init__(self, system2, rank: int = 0, lag: int = 1, max_tokens: int = 12, path: str | None = None):
+    def __init__(self, system2, rank: int = 0, lag: int = 1, max_tokens: int = 12, path: str | None = None,
+                 min_logprob: float | None = None):
+        from engine.system2 import MIN_WORD_LOGPROB
+
         self.system2, self.rank, self.lag, self.max_tokens = system2, rank, lag, max_tokens
         self.path = path
+        self.min_logprob = MIN_WORD_LOGPROB if min_logprob is None else min_logprob
         self.cont = None  # engine.system2.Continuation
         self.runs = 0
 
@@ -351,7 +357,7 @@ class LaggedSystem2:
         self.runs += 1
 
     def __call__(self, items: list[str], prefix: str) -> list[str]:
-        from engine.system2 import merge
+        from engine.system2 import confident_word_at, merge
         from engine.text import word_prefix
 
         guess = self._guess(prefix)
@@ -364,8 +370,9 @@ class LaggedSystem2:
         if guess is None and self.lag == 0:  # the user waited for it
             self._run(prefix)
             guess = self._guess(prefix)
-        if guess is not None:
-            return merge(items, guess, word_prefix(prefix), self.rank)
+        if guess is not None:  # on the line: its word goes first when System 2 is sure enough
+            return merge(items, confident_word_at(self.cont, prefix, self.min_logprob), word_prefix(prefix),
+                         self.rank)
         self._run(prefix)
         return items
 
@@ -380,7 +387,8 @@ def use_package_workspace(predictor, f: EvalFile, typed: set[str]) -> None:
 
 
 def evaluate_in_process(files: list[EvalFile], predictor, workspace: bool = False, system2=None,
-                        system2_rank: int = 0, system2_lag: int = 1, lines: bool = False):
+                        system2_rank: int = 0, system2_lag: int = 1, lines: bool = False,
+                        system2_min_logprob: float | None = None):
     """Score the engine and the baseline per language; returns ``({lang: (engine, baseline)}, seconds)``.
 
     With ``system2`` (an ``engine.system2.System2``), its guesses join the engine's items as
@@ -400,7 +408,8 @@ def evaluate_in_process(files: list[EvalFile], predictor, workspace: bool = Fals
 
         # the path the server's prompt would give: in the workspace folder, or the file's name
         rel = f.name.split("/", 1)[-1]
-        lagged = (LaggedSystem2(system2, system2_rank, system2_lag, path=rel if workspace else rel.rsplit("/", 1)[-1])
+        lagged = (LaggedSystem2(system2, system2_rank, system2_lag, path=rel if workspace else rel.rsplit("/", 1)[-1],
+                                min_logprob=system2_min_logprob)
                   if system2 is not None else None)
 
         def ask(prefix, doc=doc, lagged=lagged):

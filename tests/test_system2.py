@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.system2 import DEFAULT_FILE, Continuation, System2, System2Error, default_path, merge
+from engine.system2 import (DEFAULT_FILE, MIN_WORD_LOGPROB, Continuation, System2, System2Error, confident_word_at,
+                            default_path, merge)
 from laya_lsp.system2 import Guess, System2Runner, prompt_path
 
 GGUF = Path(os.environ.get("LAYA_SYSTEM2_GGUF") or next(
@@ -61,6 +62,17 @@ def test_a_continuation_offers_its_identifiers_while_the_user_follows_it():
     assert Continuation("argv[", "1]\n").word_at("argv[") is None
 
 
+def test_a_guess_carries_the_log_probability_of_the_rest_of_its_identifier():
+    # tokens: "pa" | "th" | "." | "join" | "(" ...: (end in text, log-probability)
+    cont = Continuation("x = os.", "path.join(a)\n", ((2, -0.1), (4, -0.2), (5, -0.3), (9, -0.4), (10, -1.0)))
+    at = "x = os."
+    assert cont.word_logprob(at) == pytest.approx(-0.3)  # "pa" and "th"
+    assert cont.word_logprob(at + "pa") == pytest.approx(-0.2)  # what is left of "path"
+    assert cont.word_logprob(at + "path.") == pytest.approx(-0.4)  # "join"
+    assert cont.word_logprob(at + "path(") is None  # left the line: no guess, no confidence
+    assert Continuation("x = ", "abc\n").word_logprob("x = ") == 0.0  # none recorded
+
+
 def test_ghost_text_is_the_rest_of_the_line_without_a_cut_off_end():
     cont = Continuation("x = ", "read_config(sys.argv[1])\n")
     assert cont.rest_at("x = re") == "read_config(sys.argv[1])"
@@ -93,6 +105,20 @@ def test_the_runner_offers_a_guess_only_where_it_was_made():
     assert runner.merge("file:///b.py", prefix, cands) == cands
     assert runner.merge("file:///a.py", "y = os.pa", cands) == cands
     assert runner.merge("file:///a.py", prefix + "x", cands) == cands
+    # a guess System 2 itself doubts (its rest below MIN_WORD_LOGPROB) leaves the list alone
+    unsure = MIN_WORD_LOGPROB - 0.5
+    runner._result = Guess("file:///a.py", Continuation("import os\nx = os.", "path\n", ((4, unsure),)))
+    assert runner.merge("file:///a.py", prefix, cands) == cands
+    runner._result = Guess("file:///a.py", Continuation("import os\nx = os.", "path\n", ((4, -0.1),)))
+    assert [c.text for c in runner.merge("file:///a.py", prefix, cands)] == ["path", "pardir", "pathsep"]
+
+
+def test_a_guess_goes_first_only_when_system2_is_sure_enough_of_it():
+    cont = Continuation("x = ", "read_config(path)\n", ((4, -0.2), (11, -0.9), (12, -0.1), (16, -3.0)))
+    assert confident_word_at(cont, "x = ") == "read_config"  # -1.1 nats
+    assert confident_word_at(cont, "x = read_config(") is None  # "path": -3.0 nats
+    assert confident_word_at(cont, "x = read_config(", min_logprob=float("-inf")) == "path"
+    assert confident_word_at(cont, "y = ") is None and confident_word_at(None, "x = ") is None
 
 
 def test_the_prompt_names_the_file_by_its_path_in_the_workspace():
@@ -154,6 +180,17 @@ def test_a_stop_request_abandons_the_guess(model):
 
 
 @needs_model
+def test_the_continuation_records_a_log_probability_per_token(model):
+    prefix = "import os\n\npath = os.path.jo"
+    cont = model.continuation(prefix)
+    assert cont is not None and cont.logprobs
+    ends = [e for e, _ in cont.logprobs]
+    assert ends == sorted(ends) and ends[-1] >= len(cont.text.rstrip("\n"))  # the last may run past the line
+    assert all(lp <= 1e-6 for _, lp in cont.logprobs)
+    lp = cont.word_logprob(prefix)
+    assert lp is not None and -30 < lp <= 1e-6
+
+
 def test_the_continuation_runs_to_the_end_of_the_line(model):
     seen = []
     prefix = "def square(x):\n    ret"
