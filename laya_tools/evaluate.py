@@ -347,6 +347,8 @@ class LaggedSystem2:
         self.min_logprob = MIN_WORD_LOGPROB if min_logprob is None else min_logprob
         self.cont = None  # engine.system2.Continuation
         self.runs = 0
+        self.last: tuple[str, float] | None = None
+        """The last call's guess and the log-probability of its rest, whatever the floor (None: none)."""
 
     def _guess(self, prefix: str) -> str | None:
         return self.cont.word_at(prefix) if self.cont is not None else None
@@ -370,6 +372,7 @@ class LaggedSystem2:
         if guess is None and self.lag == 0:  # the user waited for it
             self._run(prefix)
             guess = self._guess(prefix)
+        self.last = (guess, self.cont.word_logprob(prefix)) if guess is not None else None
         if guess is not None:  # on the line: its word goes first when System 2 is sure enough
             return merge(items, confident_word_at(self.cont, prefix, self.min_logprob), word_prefix(prefix),
                          self.rank)

@@ -1,0 +1,140 @@
+"""How sure System 2 must be for its identifier to go first (``engine.system2.MIN_WORD_LOGPROB``).
+
+``record`` types held-out files in process as ``laya eval --system2`` does
+(:class:`laya_tools.evaluate.LaggedSystem2`), asking at every character of every identifier
+(not stopping at the first right item, so any rule can be replayed), and keeps per keystroke the
+fast engine's first item and System 2's guess with the log-probability of its rest
+(``engine.system2.Continuation.word_logprob``). ``sweep`` replays the records under floors and
+prints keystrokes saved per language (as ``laya eval`` counts them: the first keystroke at which
+the first item is the word accepts it), next to System 2 off, always first, and a perfect choice
+between the two first items (the most any rule could give).
+
+    python -m laya_tools.system2_floor record --split tune --files 1 --max-chars 2000 --out t.json
+    python -m laya_tools.system2_floor sweep t.json [more.json ...]
+
+Records are JSON lists of ``[language, file, start, word, typed, fast, guess, logprob]``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+FLOORS = (-4.0, -3.0, -2.0, -1.5, -1.0, -0.5)
+"""Floors ``sweep`` tries (nats)."""
+
+
+def record(files, predictor, system2) -> list[list]:
+    """Per-keystroke records of typing ``files`` (``laya_tools.evaluate.EvalFile``) with the
+    fast engine ``predictor`` and ``system2`` (``engine.system2.System2``), one guess late."""
+    from .evaluate import REFRESH_CHARS, LaggedSystem2, targets
+
+    rows: list[list] = []
+    for fi, f in enumerate(files):
+        doc = f"file:///{f.name}"
+        predictor.reset()
+        predictor.observe_document(doc, "", f.language)
+        lagged = LaggedSystem2(system2, path=f.name.rsplit("/", 1)[-1], min_logprob=-math.inf)
+        last_refresh = 0
+        for start, word in targets(f.text, f.language):
+            if start - last_refresh >= REFRESH_CHARS:
+                predictor.observe_document(doc, f.text[:start], f.language)
+                last_refresh = start
+            for c in range(len(word)):
+                prefix = f.text[: start + c]
+                items = [x.text for x in predictor.predict(prefix, doc_id=doc, max_items=20)
+                         if x.kind != "line" and x.text.startswith(word[:c]) and len(x.text) > c]
+                lagged(items, prefix)
+                guess, lp = lagged.last or (None, None)
+                rows.append([f.language, fi, start, word, c, items[0] if items else None, guess, lp])
+        predictor.forget_document(doc)
+    return rows
+
+
+def saved(rows: list[list], first) -> dict[str, float]:
+    """Keystrokes saved per language (% of identifier characters) when ``first(row)`` is the
+    list's first item at each recorded keystroke."""
+    words: dict[tuple, list] = defaultdict(list)
+    for r in rows:
+        words[(r[0], r[1], r[2])].append(r)
+    got: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for (lang, _, _), rs in words.items():
+        rs.sort(key=lambda r: r[4])
+        word = rs[0][3]
+        got[lang][1] += len(word)
+        for r in rs:
+            if first(r) == word:
+                got[lang][0] += len(word) - r[4] - 1
+                break
+    return {lang: 100 * a / b for lang, (a, b) in sorted(got.items())}
+
+
+def fits(r) -> bool:
+    """The guess can go first at this keystroke (``engine.system2.merge``'s rule)."""
+    word, typed, guess = r[3], r[4], r[6]
+    return bool(guess) and len(guess) > typed and guess.startswith(word[:typed])
+
+
+def with_floor(floor: float):
+    """The first item under a floor: System 2's guess when it fits and its rest is at least
+    ``floor`` nats likely, else the fast engine's."""
+    return lambda r: r[6] if fits(r) and r[7] >= floor else r[5]
+
+
+def sweep(rows: list[list], floors=FLOORS) -> list[tuple[str, dict[str, float]]]:
+    """``(rule, {language: keystrokes saved %})`` for off, always first, each floor and the
+    perfect choice."""
+    out = [("System 2 off", saved(rows, lambda r: r[5])),
+           ("always first", saved(rows, with_floor(-math.inf)))]
+    out += [(f"first above {f:g} nats", saved(rows, with_floor(f))) for f in floors]
+    out.append(("perfect choice", saved(rows, lambda r: r[6] if fits(r) and r[6] == r[3] else r[5])))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m laya_tools.system2_floor")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    rec = sub.add_parser("record", help="per-keystroke records of both engines on held-out files")
+    rec.add_argument("--split", default="tune", choices=("tune", "eval"))
+    rec.add_argument("--files", type=int, default=1, help="files per language")
+    rec.add_argument("--max-chars", type=int, default=2000)
+    rec.add_argument("--languages", default=None)
+    rec.add_argument("--corpus", default="corpus/build")
+    rec.add_argument("--system2", default=None, help="the GGUF (default: `laya system2 install`'s)")
+    rec.add_argument("--out", required=True)
+    sw = sub.add_parser("sweep", help="keystrokes saved under each floor")
+    sw.add_argument("records", nargs="+")
+    a = ap.parse_args(argv)
+    if a.cmd == "record":
+        from engine.predictor import Predictor
+        from engine.system2 import System2, default_path
+
+        from .evaluate import pick_files
+
+        files = pick_files(Path(a.corpus), a.files, a.max_chars, split=a.split,
+                           languages=a.languages.split(",") if a.languages else None)
+        p = Predictor.load(None)
+        p.warmup()
+        rows = record(files, p, System2(Path(a.system2) if a.system2 else default_path(), n_threads=1))
+        Path(a.out).write_text(json.dumps(rows))
+        print(f"{len(rows)} keystrokes of {len(files)} files -> {a.out}")
+        return 0
+    rows = []
+    for i, path in enumerate(a.records):  # files of different records stay apart
+        rows += [[r[0], (i, r[1]), *r[2:]] for r in json.loads(Path(path).read_text())]
+    table = sweep(rows)
+    langs = list(table[0][1])
+    print(f"{'rule':24s}" + "".join(f"{lang[:10]:>11s}" for lang in langs) + "       mean")
+    for name, d in table:
+        print(f"{name:24s}" + "".join(f"{d[lang]:10.1f}%" for lang in langs)
+              + f"{sum(d.values()) / len(d):10.2f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
