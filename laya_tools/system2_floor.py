@@ -112,15 +112,23 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if a.cmd == "record":
         from engine.predictor import Predictor
-        from engine.system2 import System2, default_path
+        from engine.system2 import System2, System2Error, default_path
 
         from .evaluate import pick_files
 
         files = pick_files(Path(a.corpus), a.files, a.max_chars, split=a.split,
                            languages=a.languages.split(",") if a.languages else None)
+        if not files:
+            print(f"no {a.split} files under {a.corpus}/{a.split}: run `laya corpus` first", file=sys.stderr)
+            return 2
+        try:
+            system2 = System2(Path(a.system2) if a.system2 else default_path(), n_threads=1)
+        except System2Error as e:
+            print(f"python -m laya_tools.system2_floor: {e}", file=sys.stderr)
+            return 2
         p = Predictor.load(None)
         p.warmup()
-        rows = record(files, p, System2(Path(a.system2) if a.system2 else default_path(), n_threads=1))
+        rows = record(files, p, system2)
         Path(a.out).write_text(json.dumps(rows))
         print(f"{len(rows)} keystrokes of {len(files)} files -> {a.out}")
         return 0

@@ -59,3 +59,14 @@ def test_records_hold_both_engines_first_items_at_every_keystroke(tmp_path):
     assert len(rows) == sum(len(w) for _, w in words)  # every character of every identifier
     guessed = [r for r in rows if r[6] is not None]
     assert guessed and all(r[7] <= 1e-6 for r in guessed)  # System 2 guessed somewhere, with its log-probability
+
+
+def test_record_says_what_is_missing_instead_of_a_traceback(tmp_path, capsys):
+    assert main(["record", "--corpus", str(tmp_path), "--out", str(tmp_path / "r.json")]) == 2
+    assert "laya corpus" in capsys.readouterr().err
+    pkg = tmp_path / "tune" / "python" / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "mod.py").write_text("".join(f"def f{i}(value):\n    return value + {i}\n\n\n" for i in range(80)))
+    assert main(["record", "--corpus", str(tmp_path), "--system2", str(tmp_path / "nope.gguf"),
+                 "--out", str(tmp_path / "r.json")]) == 2
+    assert "nope.gguf" in capsys.readouterr().err and not (tmp_path / "r.json").exists()
