@@ -191,6 +191,7 @@ def test_the_continuation_records_a_log_probability_per_token(model):
     assert lp is not None and -30 < lp <= 1e-6
 
 
+@needs_model
 def test_the_continuation_runs_to_the_end_of_the_line(model):
     seen = []
     prefix = "def square(x):\n    ret"
