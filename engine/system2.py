@@ -250,7 +250,7 @@ class System2:
 
 MIN_WORD_LOGPROB = -1.5
 """System 2's identifier goes first in a list only when it gave the rest of it at least this
-log-probability (nats; :meth:`Continuation.word_logprob`), else the fast engine's order stands.
+log-probability (nats; :meth:`Continuation.scored_word_at`), else the fast engine's order stands.
 Chosen on the tune packages (per keystroke records of both engines, six languages, 2026-12-04;
 keystrokes saved, six-language mean): System 2 off 55.21%, its guess always first 56.07%, first
 above -2 nats 56.52%, **above -1.5 nats 56.74%**, above -1 nats 56.40%; on the eval packages
@@ -297,6 +297,28 @@ class Continuation:
         """The whole identifier the continuation has at ``prefix``'s cursor, when the user is
         typing (or about to type) one there and the continuation writes it out to its end;
         None when ``prefix`` has left the continuation, or it has no identifier there."""
+        found = self._word_span(prefix)
+        return found[0] if found is not None else None
+
+    def scored_word_at(self, prefix: str) -> tuple[str, float] | None:
+        """:meth:`word_at`'s identifier and the log-probability System 2 gave its rest: the
+        summed log-probabilities of its tokens that end past the cursor, up to the first that
+        ends at or past the identifier's end (nats, <= 0; 0 when none were recorded). None where
+        :meth:`word_at` is None."""
+        found = self._word_span(prefix)
+        if found is None:
+            return None
+        word, d, end = found
+        total = 0.0
+        for e, lp in self.logprobs:
+            if e > d:
+                total += lp
+                if e >= end:
+                    break
+        return word, total
+
+    def _word_span(self, prefix: str) -> tuple[str, int, int] | None:
+        """:meth:`word_at`'s identifier, the cursor's offset in ``text`` and the identifier's end."""
         d = self.offset(prefix)
         if d is None:
             return None
@@ -309,24 +331,7 @@ class Continuation:
         if end == d or end == len(self.text):  # none there, or cut off by the token budget
             return None
         word = self.text[d - len(typed) : end]
-        return None if word[0].isdigit() else word
-
-    def word_logprob(self, prefix: str) -> float | None:
-        """The log-probability System 2 gave the rest of :meth:`word_at`'s identifier: the
-        summed log-probabilities of its tokens that end past the cursor, up to the first that
-        ends at or past the identifier's end (nats, <= 0). None where :meth:`word_at` is None."""
-        word = self.word_at(prefix)
-        if word is None:
-            return None
-        d = self.offset(prefix)
-        end = d - len(word_prefix(prefix)) + len(word)
-        total = 0.0
-        for e, lp in self.logprobs:
-            if e > d:
-                total += lp
-                if e >= end:
-                    break
-        return total
+        return None if word[0].isdigit() else (word, d, end)
 
     def rest_at(self, prefix: str) -> str | None:
         """The rest of the line from the start of the identifier being typed at ``prefix``
@@ -352,12 +357,8 @@ def confident_word_at(cont: Continuation | None, prefix: str,
                       min_logprob: float = MIN_WORD_LOGPROB) -> str | None:
     """``cont``'s identifier at ``prefix`` (:meth:`Continuation.word_at`) when System 2 gave its
     rest a log-probability of at least ``min_logprob`` (:data:`MIN_WORD_LOGPROB`), else None."""
-    if cont is None:
-        return None
-    word = cont.word_at(prefix)
-    if word is None or (cont.word_logprob(prefix) or 0.0) < min_logprob:
-        return None
-    return word
+    scored = cont.scored_word_at(prefix) if cont is not None else None
+    return scored[0] if scored is not None and scored[1] >= min_logprob else None
 
 
 def merge(items: Sequence[str], guess: str | None, typed: str, rank: int = 0) -> list[str]:

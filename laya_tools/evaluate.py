@@ -334,7 +334,7 @@ class LaggedSystem2:
     guess until the next keystroke. ``lag=0`` is a user who waits for System 2 at every key (the
     upper bound). ``path`` names the file in System 2's prompt, as the server does
     (``laya_lsp.system2.prompt_path``). A guess whose rest System 2 gave less than
-    ``min_logprob`` nats leaves the list as it is (``engine.system2.confident_word_at``; None: the
+    ``min_logprob`` nats leaves the list as it is (as ``engine.system2.confident_word_at``; None: the
     server's ``MIN_WORD_LOGPROB``; ``-inf``: always first).
     """
 
@@ -359,7 +359,7 @@ class LaggedSystem2:
         self.runs += 1
 
     def __call__(self, items: list[str], prefix: str) -> list[str]:
-        from engine.system2 import confident_word_at, merge
+        from engine.system2 import merge
         from engine.text import word_prefix
 
         guess = self._guess(prefix)
@@ -372,10 +372,9 @@ class LaggedSystem2:
         if guess is None and self.lag == 0:  # the user waited for it
             self._run(prefix)
             guess = self._guess(prefix)
-        self.last = (guess, self.cont.word_logprob(prefix)) if guess is not None else None
-        if guess is not None:  # on the line: its word goes first when System 2 is sure enough
-            return merge(items, confident_word_at(self.cont, prefix, self.min_logprob), word_prefix(prefix),
-                         self.rank)
+        self.last = self.cont.scored_word_at(prefix) if guess is not None else None
+        if self.last is not None:  # on the line: its word goes first when System 2 is sure enough
+            return merge(items, guess if self.last[1] >= self.min_logprob else None, word_prefix(prefix), self.rank)
         self._run(prefix)
         return items
 

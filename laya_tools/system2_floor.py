@@ -4,7 +4,7 @@
 (:class:`laya_tools.evaluate.LaggedSystem2`), asking at every character of every identifier
 (not stopping at the first right item, so any rule can be replayed), and keeps per keystroke the
 fast engine's first item and System 2's guess with the log-probability of its rest
-(``engine.system2.Continuation.word_logprob``). ``sweep`` replays the records under floors and
+(``engine.system2.Continuation.scored_word_at``). ``sweep`` replays the records under floors and
 prints keystrokes saved per language (as ``laya eval`` counts them: the first keystroke at which
 the first item is the word accepts it), next to System 2 off, always first, and a perfect choice
 between the two first items (the most any rule could give).

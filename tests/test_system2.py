@@ -66,11 +66,11 @@ def test_a_guess_carries_the_log_probability_of_the_rest_of_its_identifier():
     # tokens: "pa" | "th" | "." | "join" | "(" ...: (end in text, log-probability)
     cont = Continuation("x = os.", "path.join(a)\n", ((2, -0.1), (4, -0.2), (5, -0.3), (9, -0.4), (10, -1.0)))
     at = "x = os."
-    assert cont.word_logprob(at) == pytest.approx(-0.3)  # "pa" and "th"
-    assert cont.word_logprob(at + "pa") == pytest.approx(-0.2)  # what is left of "path"
-    assert cont.word_logprob(at + "path.") == pytest.approx(-0.4)  # "join"
-    assert cont.word_logprob(at + "path(") is None  # left the line: no guess, no confidence
-    assert Continuation("x = ", "abc\n").word_logprob("x = ") == 0.0  # none recorded
+    assert cont.scored_word_at(at) == ("path", pytest.approx(-0.3))  # "pa" and "th"
+    assert cont.scored_word_at(at + "pa") == ("path", pytest.approx(-0.2))  # what is left of "path"
+    assert cont.scored_word_at(at + "path.") == ("join", pytest.approx(-0.4))
+    assert cont.scored_word_at(at + "path(") is None  # left the line: no guess, no confidence
+    assert Continuation("x = ", "abc\n").scored_word_at("x = ") == ("abc", 0.0)  # none recorded
 
 
 def test_ghost_text_is_the_rest_of_the_line_without_a_cut_off_end():
@@ -187,8 +187,8 @@ def test_the_continuation_records_a_log_probability_per_token(model):
     ends = [e for e, _ in cont.logprobs]
     assert ends == sorted(ends) and ends[-1] >= len(cont.text.rstrip("\n"))  # the last may run past the line
     assert all(lp <= 1e-6 for _, lp in cont.logprobs)
-    lp = cont.word_logprob(prefix)
-    assert lp is not None and -30 < lp <= 1e-6
+    word, lp = cont.scored_word_at(prefix)
+    assert word.startswith("jo") and -30 < lp <= 1e-6
 
 
 @needs_model
