@@ -140,6 +140,25 @@ class RawServer:
             labels = [i["label"] for i in self.complete(uri, line, character)["result"]["items"]]
         return labels
 
+    def settled_items(self, uri: str, line: int, character: int, quiet_s: float = 1.5,
+                      limit_s: float = 15.0) -> list[dict]:
+        """The completion items at a place once their order has stopped changing: the same first
+        item for ``quiet_s`` (at most ``limit_s``). A document's counts are installed in the
+        background after it opens, and they can reorder two of its own words (``assertEqual``
+        and ``assertTrue``, since the re-ranker of 2026-12-04), so a test that compares answers
+        to requests made at different times starts from a settled list."""
+        start = time.monotonic()
+        since, first = start, None
+        while True:
+            items = self.complete(uri, line, character)["result"]["items"]
+            now = time.monotonic()
+            label = items[0]["label"] if items else None
+            if label != first:
+                since, first = now, label
+            elif now - since >= quiet_s or now - start >= limit_s:
+                return items
+            time.sleep(0.1)
+
     def exit(self, shutdown: bool = True, timeout: float = 20.0) -> int:
         if shutdown:
             self.call("shutdown")

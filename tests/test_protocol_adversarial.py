@@ -55,27 +55,6 @@ def open_doc(server: RawServer, text: str) -> str:
     return uri
 
 
-def settled_items(server: RawServer, uri: str, pos: dict, quiet_s: float = 1.5, limit_s: float = 15.0) -> list[dict]:
-    """The completion list at ``pos`` once its order has stopped changing: the same first item for
-    ``quiet_s``. A document's counts are installed in the background after it opens, and they
-    can reorder two of its own words (``assertEqual`` and ``assertTrue`` below, since the
-    re-ranker of 2026-12-04), so a test that compares answers to requests made at different
-    times starts from a settled list."""
-    import time
-
-    start = time.monotonic()
-    since, first = start, None
-    while True:
-        items = server.complete(uri, pos["line"], pos["character"])["result"]["items"]
-        now = time.monotonic()
-        label = items[0]["label"] if items else None
-        if label != first:
-            since, first = now, label
-        elif now - since >= quiet_s or now - start >= limit_s:
-            return items
-        time.sleep(0.1)
-
-
 def inline(server: RawServer, uri: str, pos: dict, selected: dict | None = None) -> list[dict]:
     context = {"triggerKind": 2}
     if selected is not None:
@@ -154,7 +133,7 @@ def test_an_inline_item_extends_the_selected_list_item_over_its_range(vscode):
     uri = open_doc(vscode, text)
     cut = len(text) - 1
     pos = position(text, cut, "utf-16")
-    items = settled_items(vscode, uri, pos)
+    items = vscode.settled_items(uri, pos["line"], pos["character"])
     assert len(items) > 2
     shown = 0
     for item in items:
