@@ -286,3 +286,23 @@ def test_a_change_that_leaves_the_cursor_at_a_word_boundary_starts_the_next_line
     runner.enabled = False
     changed(runner, doc, key(doc, 1, 17, " "))
     assert runner.asked == []
+
+
+def test_the_system2_benchmark_names_a_missing_model_and_a_short_file(tmp_path, capsys):
+    from laya_tools import bench_system2
+
+    assert bench_system2.main([str(tmp_path / "none.gguf"), "--file", __file__]) == 1
+    assert "none.gguf does not exist" in capsys.readouterr().err
+
+
+@needs_model
+def test_the_system2_benchmark_times_each_model(tmp_path, capsys):
+    from laya_tools import bench_system2
+
+    short = tmp_path / "short.py"
+    short.write_text("x = 1\n" * 20)
+    assert bench_system2.main([str(GGUF), "--file", str(short)]) == 1
+    assert "too short" in capsys.readouterr().err
+    assert bench_system2.main([str(GGUF), "--file", __file__, "--warmup", "1", "--runs", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "3 continuations each after 1 warm-up" in out and GGUF.name in out
