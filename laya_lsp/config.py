@@ -66,10 +66,10 @@ class InitializationOptions:
     variant's model (``configs/typing.toml``), loaded when the first such document is completed.
     Off (or when it cannot load): such documents get the code model and their own words."""
     system2: bool = False
-    """Run System 2: a larger local model (SmolLM2-135M through llama.cpp; ``laya system2
+    """Run System 2: a larger local model (SmolLM2-135M tuned on code, through llama.cpp; ``laya system2
     install`` puts it in place, the ``system2`` extra installs llama.cpp) that continues the line
     after each answer, on its own thread; its identifier at the cursor tops the next lists while
-    you type along it, and inline completion shows the rest of its line. Costs ~170 MB and half
+    you type along it, and inline completion shows the rest of its line. Costs ~220 MB and half
     the cores (one of two) while you type."""
     system2_path: str | None = None
     """System 2's model, a llama.cpp GGUF file (``~`` expands). Unset: the one ``laya system2
