@@ -16,8 +16,8 @@ lines in parts of at most ``--part-mb``; the GGUF file cut in parts too (the dev
 
     python -m laya_tools.system2_finetune pack --out .dev/ft
 
-``train`` (on the GPU machine): join the parts, tokenize with the model's own vocabulary (a
-``tokenizer.json`` made from the GGUF by ``transformers``), load the GGUF's weights dequantized
+``train`` (on the GPU machine): join the parts, tokenize with the model's own vocabulary (made
+from the GGUF by ``transformers``, or a ``tokenizer.json`` among the parts), load the GGUF's weights dequantized
 (``transformers``' GGUF loader), train the adapter for ``--minutes`` with AdamW and a cosine
 schedule, print the ``tune`` loss per language before and after, and save the adapter as
 safetensors files under 16 MiB::
@@ -47,16 +47,18 @@ import sys
 import time
 from pathlib import Path
 
-LANGUAGES = ("python", "javascript", "typescript", "go", "rust", "c")
 DEFAULT_CHARS = {"go": 36e6, "rust": 30e6, "typescript": 24e6, "javascript": 24e6, "python": 24e6,
                  "c": 12e6}
-"""Characters of ``train`` files per language ``pack`` takes by default (~150 MB in all, ~21 MB
-compressed): weighted to Go, Rust and TypeScript, where SmolLM2-135M adds least to the fast engine
+"""Characters of ``train`` files per language ``pack`` takes by default (150M in all, ~27 MiB
+compressed; the shipped adapter took 0.85 of each: 128M characters, 23 MiB): weighted to Go, Rust and TypeScript, where SmolLM2-135M adds least to the fast engine
 (``laya_tools.system2_floor`` on the tune packages, 2026-12-04)."""
 TUNE_CHARS = 400_000
 """Characters of ``tune`` files per language for the held-out loss."""
 FILE_TOKEN_ID = 6
 """``<filename>`` in SmolLM2's vocabulary (``engine.system2.FILE_TOKEN``)."""
+HEADER_TOKENS = 48
+"""Most tokens of the ``<filename>`` line, as ``engine.system2.HEADER_TOKENS`` (not imported: the
+GPU machine runs this file without the engine's dependencies)."""
 TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 """The linear layers of each block the adapter is added to (Hugging Face Llama names)."""
 GGUF_NAMES = {"q_proj": "attn_q", "k_proj": "attn_k", "v_proj": "attn_v", "o_proj": "attn_output",
@@ -144,7 +146,7 @@ def examples(rows: list[dict], tokenizer, seq_len: int) -> tuple[list[list[int]]
     bodies = tokenizer.encode_batch([r["text"] for r in rows], add_special_tokens=False)
     seqs, skip, langs = [], [], []
     for r, h, b in zip(rows, heads, bodies):
-        head = [FILE_TOKEN_ID] + h.ids[-47:]
+        head = [FILE_TOKEN_ID] + h.ids[-(HEADER_TOKENS - 1):]
         ids = b.ids
         step = seq_len - len(head)
         for i in range(0, len(ids), step):
@@ -196,12 +198,29 @@ def evaluate_loss(model, seqs, skip, langs, batch_size, seq_len, pad_id, torch, 
     return out
 
 
+def tokenizer(parts: Path, gguf: Path):
+    """The model's vocabulary as a ``tokenizers.Tokenizer``: ``tokenizer.json`` (or ``.json.xz``)
+    in ``parts`` when there is one, else made from the GGUF's own by ``transformers`` (it
+    tokenized 29 of 30 tune files exactly as llama.cpp does, 2026-12-04)."""
+    from tokenizers import Tokenizer
+
+    for name in ("tokenizer.json.xz", "tokenizer.json"):
+        p = parts / name
+        if p.is_file():
+            data = p.read_bytes()
+            return Tokenizer.from_str((lzma.decompress(data) if name.endswith(".xz") else data).decode())
+    if not gguf.is_file():
+        raise SystemExit(f"no tokenizer.json in {parts} and no {gguf} to make one from")
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name).backend_tokenizer
+
+
 def train(parts: Path, out: Path, minutes: float, seq_len: int, batch_size: int, rank: int,
           lr: float, work: Path, dry_run: bool = False, max_steps: int | None = None,
           tune_rows_per_language: int = 96) -> None:
     import torch
     from peft import LoraConfig, get_peft_model
-    from tokenizers import Tokenizer
     from transformers import LlamaForCausalLM
 
     t0 = time.time()
@@ -214,18 +233,14 @@ def train(parts: Path, out: Path, minutes: float, seq_len: int, batch_size: int,
         print(f"[{time.time() - t0:6.1f}s]", *a, flush=True)
 
     gguf = work / "model.gguf"
-    if dry_run:
-        gguf = None
     pieces = sorted(glob.glob(str(parts / "model.gguf.*")))
-    if pieces and gguf:
+    if pieces:
         with open(gguf, "wb") as f:
             for p in pieces:
                 f.write(Path(p).read_bytes())
-    if gguf and not gguf.is_file():
+    if not dry_run and not gguf.is_file():
         raise SystemExit(f"no {gguf} and no model.gguf.NN parts in {parts}")
-    tj = parts / "tokenizer.json.xz"
-    tok = (Tokenizer.from_str(lzma.decompress(tj.read_bytes()).decode()) if tj.is_file()
-           else Tokenizer.from_file(str(parts / "tokenizer.json")))
+    tok = tokenizer(parts, gguf)
     pad_id = tok.token_to_id("<|endoftext|>") or 0
     rows = read_rows(sorted(glob.glob(str(parts / "train-*.jsonl.xz"))))
     tune_rows = read_rows([parts / "tune.jsonl.xz"])
@@ -239,8 +254,8 @@ def train(parts: Path, out: Path, minutes: float, seq_len: int, batch_size: int,
     log["train_tokens"] = n_tokens
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if gguf:
-        model = LlamaForCausalLM.from_pretrained(str(work), gguf_file="model.gguf", dtype=torch.float32)
+    if not dry_run:
+        model = LlamaForCausalLM.from_pretrained(str(work), gguf_file=gguf.name, dtype=torch.float32)
     else:  # --dry-run: SmolLM2's shape cut to 2 blocks, random weights (checks the set-up only)
         from transformers import LlamaConfig
 
@@ -275,7 +290,7 @@ def train(parts: Path, out: Path, minutes: float, seq_len: int, batch_size: int,
             clock[step] = time.time()
         if step == 15:
             per_step = (clock[15] - clock[5]) / 10
-            total = max(20, min(len(order) // batch_size, int(budget / per_step), max_steps or 10**9))
+            total = min(max(20, min(len(order) // batch_size, int(budget / per_step))), max_steps or 10**9)
             say(f"{per_step * 1000:.0f} ms a step; {total} steps")
         frac = step / total if total else 0.0
         scale = min(1.0, (step + 1) / warmup) * (0.5 * (1 + math.cos(math.pi * min(frac, 1.0))) * 0.9 + 0.1)
