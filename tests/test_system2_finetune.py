@@ -20,6 +20,10 @@ gguf = pytest.importorskip("gguf")
 from laya_tools import system2_finetune as ft  # noqa: E402
 
 HIDDEN, HEADS, KV_HEADS, FFN = 64, 2, 1, 128
+SHAPES = {"attn_q": (HIDDEN, HIDDEN), "attn_k": (HIDDEN // HEADS * KV_HEADS, HIDDEN),
+          "attn_v": (HIDDEN // HEADS * KV_HEADS, HIDDEN), "attn_output": (HIDDEN, HIDDEN),
+          "ffn_gate": (FFN, HIDDEN), "ffn_up": (FFN, HIDDEN), "ffn_down": (HIDDEN, FFN)}
+"""The tiny block's linear weights, (out, in), by llama.cpp tensor name."""
 
 
 def tiny_gguf(path, rng) -> dict[str, np.ndarray]:
@@ -32,14 +36,11 @@ def tiny_gguf(path, rng) -> dict[str, np.ndarray]:
     w.add_head_count_kv(KV_HEADS)
     w.add_embedding_length(HIDDEN)
     w.add_name("tiny")
-    shapes = {"attn_q": (HIDDEN, HIDDEN), "attn_k": (HIDDEN // HEADS * KV_HEADS, HIDDEN),
-              "attn_v": (HIDDEN // HEADS * KV_HEADS, HIDDEN), "attn_output": (HIDDEN, HIDDEN),
-              "ffn_gate": (FFN, HIDDEN), "ffn_up": (FFN, HIDDEN), "ffn_down": (HIDDEN, FFN)}
     out = {}
     emb = rng.standard_normal((100, HIDDEN)).astype(np.float32)
     w.add_tensor("token_embd.weight", emb)
     out["token_embd.weight"] = emb
-    for name, shape in shapes.items():
+    for name, shape in SHAPES.items():
         q = gguf.quants.quantize(rng.standard_normal(shape).astype(np.float32) * 0.1, Q.Q8_0)
         w.add_tensor(f"blk.0.{name}.weight", q, raw_shape=q.shape, raw_dtype=Q.Q8_0)
         out[f"blk.0.{name}.weight"] = gguf.quants.dequantize(q, Q.Q8_0)
@@ -55,13 +56,11 @@ def tiny_gguf(path, rng) -> dict[str, np.ndarray]:
 
 def tiny_adapter(folder, rng, rank=4, alpha=8, drop=None) -> dict[str, np.ndarray]:
     """An adapter for :func:`tiny_gguf`'s block in the shipped layout (float16 safetensors)."""
-    dims = {"q_proj": (HIDDEN, HIDDEN), "k_proj": (HIDDEN // HEADS * KV_HEADS, HIDDEN),
-            "v_proj": (HIDDEN // HEADS * KV_HEADS, HIDDEN), "o_proj": (HIDDEN, HIDDEN),
-            "gate_proj": (FFN, HIDDEN), "up_proj": (FFN, HIDDEN), "down_proj": (HIDDEN, FFN)}
     arrays = {}
-    for m, (o, i) in dims.items():
+    for m, name in ft.GGUF_NAMES.items():
         if m == drop:
             continue
+        o, i = SHAPES[name]
         arrays[f"blk.0.{m}.lora_a"] = (rng.standard_normal((rank, i)) * 0.1).astype(np.float16)
         arrays[f"blk.0.{m}.lora_b"] = (rng.standard_normal((o, rank)) * 0.1).astype(np.float16)
     folder.mkdir(parents=True, exist_ok=True)
