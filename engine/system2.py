@@ -119,6 +119,9 @@ class System2:
         self._sorted_ids = [i for _, i in order]
         self._piece_id = {p: i for p, i in order}
         self.pieces = pieces
+        self._ends_word = np.array([not p or not _ident_byte(p[0]) for p in pieces])
+        """Per token: its text ends an identifier before it (empty, or a first byte that is no
+        identifier character)."""
         specials = {self.llm.detokenize([i], special=True): i for i in range(min(64, self.n_vocab))}
         self._file_token = specials.get(FILE_TOKEN)
         self._header: tuple[str, list[int]] = ("", [])
@@ -195,7 +198,7 @@ class System2:
 
     def continuation(self, prefix: str, max_tokens: int = 12, stop: Callable[[], bool] | None = None,
                      on_text: Callable[[Continuation], None] | None = None,
-                     path: str | None = None) -> Continuation | None:
+                     path: str | None = None, keep_steps: int = 0) -> Continuation | None:
         """The model's greedy text after ``prefix`` to the end of the line (token-healed).
 
         Args:
@@ -206,6 +209,8 @@ class System2:
             stop: called between tokens; True abandons the continuation (a newer keystroke).
             on_text: called with the continuation so far after each token (the server shows the
                 first identifier before the line is done).
+            keep_steps: the first this many tokens' log-probability vectors are kept in the
+                continuation (:attr:`Continuation.steps`, 196 KB each), for :meth:`word_scores`.
 
         Returns:
             The continuation (its ``text`` starts with the identifier prefix at the end of
@@ -223,6 +228,7 @@ class System2:
         context = head[-CONTEXT_CHARS:]
         cont = None
         logprobs: list[tuple[int, float]] = []
+        steps: list[tuple[int, np.ndarray]] = []
         for _ in range(max_tokens + len(rest)):
             if stop is not None and stop():
                 return None
@@ -233,10 +239,14 @@ class System2:
                     return None
                 allowed = logits[ids]
                 j = int(np.argmax(allowed))
-                best, lp = ids[j], float(allowed[j] - _logsumexp(allowed))
+                norm = _logsumexp(allowed)
+                best, lp = ids[j], float(allowed[j] - norm)
             else:
                 best = int(np.argmax(logits))
-                lp = float(logits[best] - _logsumexp(logits))
+                norm = _logsumexp(logits)
+                lp = float(logits[best] - norm)
+            if len(steps) < keep_steps:  # tokens outside ``ids`` never spell a word that fits
+                steps.append((best, (logits - np.float32(norm)).astype(np.float32, copy=False)))
             piece = self.pieces[best]
             rest = rest[len(piece):] if len(piece) < len(rest) else b""
             out += piece
@@ -245,13 +255,78 @@ class System2:
                 tokens = tokens + [best]
                 continue
             text = out[len(back):].decode("utf-8", "replace").split("\n", 1)
-            cont = Continuation(context, text[0] + ("\n" if len(text) > 1 else ""), tuple(logprobs))
+            cont = Continuation(context, text[0] + ("\n" if len(text) > 1 else ""), tuple(logprobs),
+                                back, tuple(steps))
             if len(text) > 1 or best == self.llm.token_eos():
                 break  # the line ended
             if on_text is not None:
                 on_text(cont)
             tokens = tokens + [best]
         return cont
+
+    def word_scores(self, cont: Continuation | None, prefix: str, words: Sequence[str]) -> list[float] | None:
+        """How likely System 2 found each of ``words`` as the identifier at the cursor, read off
+        the token distributions ``cont`` kept (``continuation(keep_steps=...)``), or None when
+        ``cont`` kept none or was computed for another place (the text before the identifier
+        being typed must extend the text before ``cont``'s start, on its line).
+
+        A word's score (nats, <= 0) sums the log-probabilities of the continuation's tokens it
+        agrees with, then, where it parts from them, the probability of all tokens that fit it
+        (a token that spells a start of it, or all of it and then a character that ends it), and
+        where its end falls on a token boundary the probability that the next token ends it. A
+        word that outlasts the kept tokens gets no more after them, so words that part from the
+        continuation are ranked by their first different token only (an upper bound; charging
+        the bytes after it a cost per byte ranked no better on the tune packages).
+
+        Args:
+            prefix: the text before the cursor (the typed part of the identifier included).
+            words: identifiers that start with the typed part.
+
+        Returns:
+            One score per word, in order.
+        """
+        if cont is None or not cont.steps:
+            return None
+        typed = word_prefix(prefix)
+        head = prefix[: len(prefix) - len(typed)]
+        at = head.rfind(cont.context) if cont.context else (0 if len(head) <= CONTEXT_CHARS else -1)
+        if at < 0:
+            return None
+        since = head[at + len(cont.context) :]
+        if len(since) > CONTEXT_CHARS or "\n" in since:
+            return None
+        lead = cont.back + since.encode("utf-8")
+        return [self._word_score(cont.steps, lead + w.encode("utf-8")) for w in words]
+
+    def _word_score(self, steps, target: bytes) -> float:
+        pos, total = 0, 0.0
+        for tid, dist in steps:
+            rem = target[pos:]
+            if not rem:  # the word ends at a token boundary: the next token must end it
+                return total + _logsumexp(dist[self._ends_word])
+            piece = self.pieces[tid]
+            if rem.startswith(piece) and piece:
+                total += float(dist[tid])
+                pos += len(piece)
+                continue
+            if piece.startswith(rem) and not _ident_byte(piece[len(rem)]):
+                return total + float(dist[tid])
+            fit = self._fitting(rem)
+            return total + (_logsumexp(dist[fit]) if fit else -30.0)
+        return total
+
+    def _fitting(self, rem: bytes) -> list[int]:
+        """Tokens that fit a word's remaining bytes ``rem``: a start of it, or all of it followed
+        by a character that is no identifier character."""
+        ids = [self._piece_id[rem[:k]] for k in range(1, len(rem) + 1) if rem[:k] in self._piece_id]
+        lo = bisect.bisect_right(self._sorted, rem)  # ``rem`` itself is counted above
+        hi = lo
+        n = len(rem)
+        while hi < len(self._sorted) and self._sorted[hi].startswith(rem):
+            if not _ident_byte(self._sorted[hi][n]):
+                ids.append(self._sorted_ids[hi])
+            hi += 1
+        return ids
 
     def complete_word(self, prefix: str, max_tokens: int = 6,
                       stop: Callable[[], bool] | None = None, path: str | None = None) -> str | None:
@@ -270,6 +345,11 @@ keystrokes saved, six-language mean): System 2 off 55.21%, its guess always firs
 above -2 nats 56.52%, **above -1.5 nats 56.74%**, above -1 nats 56.40%; on the eval packages
 51.15 / 55.29 / 55.69 / **55.71** / 54.82%. Choosing perfectly between the two first items would
 give 59.01% (tune) and 57.75% (eval): the rest is System 2 guessing wrong too."""
+
+
+def _ident_byte(b: int) -> bool:
+    """An identifier character's byte (a non-ASCII byte counts: a letter of another script)."""
+    return b >= 0x80 or b == 0x5F or 0x30 <= b <= 0x39 or 0x41 <= b <= 0x5A or 0x61 <= b <= 0x7A
 
 
 def _logsumexp(x: np.ndarray) -> float:
@@ -298,6 +378,13 @@ class Continuation:
     """``(end, log-probability)`` of each generated token: the character of ``text`` it ends at
     (a healed token's end counts from the start of ``text``) and its natural-log probability
     (a healed token's among the tokens that spell the typed text out)."""
+    back: bytes = b""
+    """The prompt's last token, taken off by token healing (the first tokens spell it again)."""
+    steps: tuple = ()
+    """``(token id, log-probabilities)`` of the first generated tokens (``System2.continuation``'s
+    ``keep_steps``): the chosen token and the distribution it was chosen from, shape
+    ``(n_vocab,)`` float32 (a healed token's normalised among the tokens that spell the typed
+    text; the others are meaningless there)."""
 
     def offset(self, prefix: str) -> int | None:
         """How far into ``text`` the user is at ``prefix`` (what they typed since is the start of
@@ -373,6 +460,70 @@ def confident_word_at(cont: Continuation | None, prefix: str,
     rest a log-probability of at least ``min_logprob`` (:data:`MIN_WORD_LOGPROB`), else None."""
     scored = cont.scored_word_at(prefix) if cont is not None else None
     return scored[0] if scored is not None and scored[1] >= min_logprob else None
+
+
+KEEP_STEPS = 8
+"""Token distributions a continuation keeps for :meth:`System2.word_scores` (196 KB each): enough
+for the identifiers at its start (a line's first identifier takes 1-4 tokens)."""
+RERANK_TOP = 10
+"""The fast engine's first items that System 2 re-ranks (:func:`rerank`)."""
+RERANK_WEIGHT = 0.4
+"""The fast engine's score's weight against System 2's in :func:`rerank` (with
+:data:`RERANK_TOP` and :data:`GUESS_MISS`: the best of 0.1-0.6 x 5 or 10 items x 1-4 nats on
+the tune packages' per-keystroke records, ``laya_tools.system2_floor``; see README)."""
+GUESS_MISS = 2.0
+"""A System 2 guess that the fast engine did not list counts this far below the lowest fast
+score it re-ranks."""
+
+
+def rerank(items: Sequence[str], fast: Sequence[float], scores: Sequence[float],
+           weight: float = RERANK_WEIGHT) -> list[str]:
+    """``items`` with the one of the highest ``weight * fast + scores`` moved first.
+
+    Args:
+        items: identifiers, best first by the fast engine.
+        fast: the fast engine's scores (``engine.types.Candidate.score``), one per item.
+        scores: System 2's (:meth:`System2.word_scores`, nats), one per item.
+
+    Returns:
+        The items, the best first and the others in their order.
+    """
+    if not items:
+        return []
+    best = max(range(len(items)), key=lambda i: (weight * fast[i] + scores[i], -i))
+    return [items[best]] + [w for i, w in enumerate(items) if i != best]
+
+
+def rerank_at(system2: System2, cont: Continuation | None, prefix: str, items: Sequence[str],
+              fast: Sequence[float], top: int = RERANK_TOP) -> list[str] | None:
+    """System 2's order of the fast engine's first ``top`` items and its own guess at ``prefix``
+    (:func:`rerank` with :meth:`System2.word_scores`), or None where ``cont`` has no scores for
+    this place.
+
+    Args:
+        items: the fast engine's identifiers, best first (they start with the typed part).
+        fast: their scores (``engine.types.Candidate.score``).
+
+    Returns:
+        The first ``top`` items and the guess (when it fits and was not among them; it counts
+        :data:`GUESS_MISS` below the lowest fast score unless the fast engine listed it lower
+        down), the best first, then the rest of ``items``.
+    """
+    if cont is None or not cont.steps:
+        return None
+    typed = word_prefix(prefix)
+    words, scores = list(items[:top]), list(fast[:top])
+    guess = cont.word_at(prefix)
+    if guess and guess not in words and len(guess) > len(typed) and guess.startswith(typed):
+        words.append(guess)
+        scores.append(fast[items.index(guess)] if guess in items else min(scores, default=0.0) - GUESS_MISS)
+    if not words:
+        return None
+    s2 = system2.word_scores(cont, prefix, words)
+    if s2 is None:
+        return None
+    order = rerank(words, scores, s2)
+    return order + [w for w in items[top:] if w not in order]
 
 
 def merge(items: Sequence[str], guess: str | None, typed: str, rank: int = 0) -> list[str]:

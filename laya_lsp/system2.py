@@ -25,7 +25,7 @@ from pathlib import PurePosixPath
 from typing import Callable, Iterable, Sequence
 from urllib.parse import unquote, urlparse
 
-from engine.system2 import Continuation
+from engine.system2 import KEEP_STEPS, Continuation
 
 log = logging.getLogger(__name__)
 
@@ -118,9 +118,16 @@ class System2Runner:
         return confident_word_at(self.continuation_for(uri), prefix)
 
     def merge(self, uri: str, prefix: str, candidates: list) -> list:
-        """``candidates`` (``engine.types.Candidate``, best first) with the fitting guess at
-        :data:`RANK` (``engine.system2.merge``: moved there if the fast engine ranked it lower;
-        a guess below ``engine.system2.MIN_WORD_LOGPROB`` leaves the list as it is)."""
+        """``candidates`` (``engine.types.Candidate``, best first) as System 2 would have them.
+
+        Where the latest continuation was made before the identifier at the cursor (or in it),
+        System 2 re-ranks the fast engine's first ``engine.system2.RERANK_TOP`` items and its own
+        guess (``engine.system2.rerank``: the best moves first, the rest keep their order).
+        Otherwise the fitting guess goes to :data:`RANK` (``engine.system2.merge``) when System 2
+        is sure enough of it (``engine.system2.MIN_WORD_LOGPROB``)."""
+        reranked = self._rerank(uri, prefix, candidates)
+        if reranked is not None:
+            return reranked
         guess = self.guess_for(uri, prefix)
         if guess is None:
             return candidates
@@ -132,6 +139,25 @@ class System2Runner:
         by_text = {c.text: c for c in candidates}
         top = candidates[0].score if candidates else 0.0
         return [by_text.get(t) or Candidate(t, top, "identifier") for t in order]
+
+    def _rerank(self, uri: str, prefix: str, candidates: list) -> list | None:
+        """:meth:`merge`'s re-ranking, or None where System 2 has no scores for this place."""
+        from engine.system2 import rerank_at
+        from engine.types import Candidate
+
+        if self.model is None:
+            return None
+        words = [c for c in candidates if c.kind != "line"]
+        order = rerank_at(self.model, self.continuation_for(uri), prefix, [c.text for c in words],
+                          [c.score for c in words])
+        if order is None:
+            return None
+        if candidates and order[0] == candidates[0].text:
+            return candidates
+        first = next((c for c in candidates if c.text == order[0]), None)
+        if first is None:  # System 2's own guess
+            first = Candidate(order[0], candidates[0].score if candidates else 0.0, "identifier")
+        return [first] + [c for c in candidates if c.text != order[0]]
 
     def _run(self, path: str | None, threads: int, on_error) -> None:
         from engine.system2 import System2, System2Error, default_path
@@ -164,7 +190,7 @@ class System2Runner:
 
             try:
                 cont = self.model.continuation(prefix, max_tokens=MAX_TOKENS, stop=lambda: self._seq != seq,
-                                               on_text=publish, path=path)
+                                               on_text=publish, path=path, keep_steps=KEEP_STEPS)
             except Exception:  # noqa: BLE001 - a failed guess must not end the thread
                 log.exception("System 2 failed")
                 continue

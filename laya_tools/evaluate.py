@@ -339,27 +339,33 @@ class LaggedSystem2:
     """
 
     def __init__(self, system2, rank: int = 0, lag: int = 1, max_tokens: int = 12, path: str | None = None,
-                 min_logprob: float | None = None):
+                 min_logprob: float | None = None, keep_steps: int = 0):
         from engine.system2 import MIN_WORD_LOGPROB
 
         self.system2, self.rank, self.lag, self.max_tokens = system2, rank, lag, max_tokens
-        self.path = path
+        self.path, self.keep_steps = path, keep_steps
         self.min_logprob = MIN_WORD_LOGPROB if min_logprob is None else min_logprob
         self.cont = None  # engine.system2.Continuation
         self.runs = 0
         self.last: tuple[str, float] | None = None
         """The last call's guess and the log-probability of its rest, whatever the floor (None: none)."""
+        self.used = None
+        """The continuation the last call's answer came from (before the one it started, if any)."""
 
     def _guess(self, prefix: str) -> str | None:
         return self.cont.word_at(prefix) if self.cont is not None else None
 
     def _run(self, prefix: str) -> None:
         """System 2's line after ``prefix`` becomes the one in hand."""
-        self.cont = self.system2.continuation(prefix, max_tokens=self.max_tokens, path=self.path)
+        self.cont = self.system2.continuation(prefix, max_tokens=self.max_tokens, path=self.path,
+                                              keep_steps=self.keep_steps)
         self.runs += 1
 
-    def __call__(self, items: list[str], prefix: str) -> list[str]:
-        from engine.system2 import merge
+    def __call__(self, items: list[str], prefix: str, scores: list[float] | None = None) -> list[str]:
+        """The list at ``prefix``: with the fast engine's ``scores`` (one per item) and a
+        continuation that kept its distributions (``keep_steps``), System 2 re-ranks the items as
+        the server does (``engine.system2.rerank_at``); else its guess joins at ``rank``."""
+        from engine.system2 import merge, rerank_at
         from engine.text import word_prefix
 
         guess = self._guess(prefix)
@@ -372,11 +378,14 @@ class LaggedSystem2:
         if guess is None and self.lag == 0:  # the user waited for it
             self._run(prefix)
             guess = self._guess(prefix)
+        self.used = self.cont
         self.last = self.cont.scored_word_at(prefix) if guess is not None else None
-        if self.last is not None:  # on the line: its word goes first when System 2 is sure enough
-            return merge(items, guess if self.last[1] >= self.min_logprob else None, word_prefix(prefix), self.rank)
-        self._run(prefix)
-        return items
+        order = rerank_at(self.system2, self.cont, prefix, items, scores) if scores is not None else None
+        if order is None and self.last is not None:  # on the line: its word first when System 2 is sure
+            order = merge(items, guess if self.last[1] >= self.min_logprob else None, word_prefix(prefix), self.rank)
+        if guess is None:
+            self._run(prefix)
+        return order if order is not None else items
 
 
 def use_package_workspace(predictor, f: EvalFile, typed: set[str]) -> None:
@@ -390,13 +399,16 @@ def use_package_workspace(predictor, f: EvalFile, typed: set[str]) -> None:
 
 def evaluate_in_process(files: list[EvalFile], predictor, workspace: bool = False, system2=None,
                         system2_rank: int = 0, system2_lag: int = 1, lines: bool = False,
-                        system2_min_logprob: float | None = None):
+                        system2_min_logprob: float | None = None, system2_rerank: bool = True):
     """Score the engine and the baseline per language; returns ``({lang: (engine, baseline)}, seconds)``.
 
-    With ``system2`` (an ``engine.system2.System2``), its guesses join the engine's items as
-    :class:`LaggedSystem2` describes, at ``system2_rank``. With ``lines``, the engine's
+    With ``system2`` (an ``engine.system2.System2``), it re-ranks the engine's items as
+    :class:`LaggedSystem2` describes (``system2_rerank`` False: its guess joins them at
+    ``system2_rank`` instead). With ``lines``, the engine's
     rest-of-line items are scored too (``Score.line_row``; a continuation per identifier start).
     """
+    from engine.system2 import KEEP_STEPS
+
     scores: dict[str, tuple[Score, Score]] = {}
     typed = {f.name for f in files}
     t0 = time.perf_counter()
@@ -411,12 +423,13 @@ def evaluate_in_process(files: list[EvalFile], predictor, workspace: bool = Fals
         # the path the server's prompt would give: in the workspace folder, or the file's name
         rel = f.name.split("/", 1)[-1]
         lagged = (LaggedSystem2(system2, system2_rank, system2_lag, path=rel if workspace else rel.rsplit("/", 1)[-1],
-                                min_logprob=system2_min_logprob)
+                                min_logprob=system2_min_logprob, keep_steps=KEEP_STEPS if system2_rerank else 0)
                   if system2 is not None else None)
 
         def ask(prefix, doc=doc, lagged=lagged):
-            items = [c.text for c in predictor.predict(prefix, doc_id=doc, max_items=20) if c.kind != "line"]
-            return lagged(items, prefix) if lagged is not None else items
+            cands = [c for c in predictor.predict(prefix, doc_id=doc, max_items=20) if c.kind != "line"]
+            items = [c.text for c in cands]
+            return lagged(items, prefix, [c.score for c in cands]) if lagged is not None else items
 
         def ask_line(prefix, doc=doc):
             items = predictor.predict(prefix, "\n", doc_id=doc, max_items=2, want_line=True)

@@ -1,18 +1,23 @@
-"""How sure System 2 must be for its identifier to go first (``engine.system2.MIN_WORD_LOGPROB``).
+"""How System 2 should change the fast engine's list: the floor for its guess going first
+(``engine.system2.MIN_WORD_LOGPROB``) and the weights of its re-ranking (``engine.system2.rerank``).
 
 ``record`` types held-out files in process as ``laya eval --system2`` does
 (:class:`laya_tools.evaluate.LaggedSystem2`), asking at every character of every identifier
 (not stopping at the first right item, so any rule can be replayed), and keeps per keystroke the
-fast engine's first item and System 2's guess with the log-probability of its rest
-(``engine.system2.Continuation.scored_word_at``). ``sweep`` replays the records under floors and
-prints keystrokes saved per language (as ``laya eval`` counts them: the first keystroke at which
-the first item is the word accepts it), next to System 2 off, always first, and a perfect choice
-between the two first items (the most any rule could give).
+fast engine's first items and their scores, System 2's guess with the log-probability of its
+rest (``engine.system2.Continuation.scored_word_at``), and System 2's scores of the items and
+the guess (``engine.system2.System2.word_scores``). ``sweep`` replays the records under floors
+and re-ranking weights and prints keystrokes saved per language (as ``laya eval`` counts them:
+the first keystroke at which the first item is the word accepts it), next to System 2 off, a
+perfect choice between the two first items, and a perfect choice among all items kept (the most
+a re-ranking could give).
 
     python -m laya_tools.system2_floor record --split tune --files 1 --max-chars 2000 --out t.json
     python -m laya_tools.system2_floor sweep t.json [more.json ...]
 
-Records are JSON lists of ``[language, file, start, word, typed, fast, guess, logprob]``.
+Records are JSON lists of ``[language, file, start, word, typed, fast, guess, logprob, items,
+fast scores, System 2 scores]`` (the last None where System 2 had none for the place; records
+of an earlier version end at ``logprob``, and ``sweep`` replays the floors on them).
 """
 
 from __future__ import annotations
@@ -25,11 +30,20 @@ from pathlib import Path
 
 FLOORS = (-4.0, -3.0, -2.0, -1.5, -1.0, -0.5)
 """Floors ``sweep`` tries (nats)."""
+TOP = 10
+"""The fast engine's items a record keeps (with their scores and System 2's)."""
+WEIGHTS = (0.1, 0.25, 0.4, 0.6)
+"""Weights of the fast engine's score that ``sweep`` tries in :func:`rescored` (rows named
+``re-ranked WEIGHT ITEMS MISS``; ``*``: the server's constants)."""
+MISSES = (1.0, 2.0, 4.0)
+"""``GUESS_MISS`` values ``sweep`` tries."""
 
 
 def record(files, predictor, system2) -> list[list]:
     """Per-keystroke records of typing ``files`` (``laya_tools.evaluate.EvalFile``) with the
     fast engine ``predictor`` and ``system2`` (``engine.system2.System2``), one guess late."""
+    from engine.system2 import KEEP_STEPS
+
     from .evaluate import REFRESH_CHARS, LaggedSystem2, targets
 
     rows: list[list] = []
@@ -37,7 +51,8 @@ def record(files, predictor, system2) -> list[list]:
         doc = f"file:///{f.name}"
         predictor.reset()
         predictor.observe_document(doc, "", f.language)
-        lagged = LaggedSystem2(system2, path=f.name.rsplit("/", 1)[-1], min_logprob=-math.inf)
+        lagged = LaggedSystem2(system2, path=f.name.rsplit("/", 1)[-1], min_logprob=-math.inf,
+                               keep_steps=KEEP_STEPS)
         last_refresh = 0
         for start, word in targets(f.text, f.language):
             if start - last_refresh >= REFRESH_CHARS:
@@ -45,11 +60,16 @@ def record(files, predictor, system2) -> list[list]:
                 last_refresh = start
             for c in range(len(word)):
                 prefix = f.text[: start + c]
-                items = [x.text for x in predictor.predict(prefix, doc_id=doc, max_items=20)
-                         if x.kind != "line" and x.text.startswith(word[:c]) and len(x.text) > c]
+                cands = [x for x in predictor.predict(prefix, doc_id=doc, max_items=20)
+                         if x.kind != "line" and x.text.startswith(word[:c]) and len(x.text) > c][:TOP]
+                items = [x.text for x in cands]
                 lagged(items, prefix)
                 guess, lp = lagged.last or (None, None)
-                rows.append([f.language, fi, start, word, c, items[0] if items else None, guess, lp])
+                scored = items + ([guess] if guess and guess not in items else [])
+                s2 = system2.word_scores(lagged.used, prefix, scored)
+                rows.append([f.language, fi, start, word, c, items[0] if items else None, guess, lp,
+                             items, [round(x.score, 4) for x in cands],
+                             None if s2 is None else [round(x, 4) for x in s2]])
         predictor.forget_document(doc)
     return rows
 
@@ -84,6 +104,34 @@ def with_floor(floor: float):
     return lambda r: r[6] if fits(r) and r[7] >= floor else r[5]
 
 
+def rescored(weight: float, k: int = TOP, floor: float = -1.5, miss: float | None = None):
+    """The first item when System 2 re-ranks the fast engine's first ``k`` items and its own
+    guess (``engine.system2.rerank``; the guess, when the fast engine has not got it, counts
+    ``miss`` below the lowest fast score, ``engine.system2.GUESS_MISS`` by default). Where
+    System 2 has no scores for the place, :func:`with_floor`'s rule."""
+    from engine.system2 import GUESS_MISS, rerank
+
+    fallback = with_floor(floor)
+    miss = GUESS_MISS if miss is None else miss
+
+    def first(r):
+        if len(r) < 11 or r[10] is None or not r[8]:
+            return fallback(r)
+        items, fast, s2 = list(r[8][:k]), list(r[9][:k]), list(r[10][:k])
+        if fits(r) and r[6] not in r[8][:k]:
+            items.append(r[6])
+            fast.append(r[9][r[8].index(r[6])] if r[6] in r[8] else min(fast) - miss)
+            s2.append(r[10][r[8].index(r[6])] if r[6] in r[8] else r[10][-1])
+        return rerank(items, fast, s2, weight)[0]
+    return first
+
+
+def _shipped() -> tuple[float, int, float]:
+    from engine.system2 import GUESS_MISS, RERANK_TOP, RERANK_WEIGHT
+
+    return RERANK_WEIGHT, RERANK_TOP, GUESS_MISS
+
+
 def sweep(rows: list[list], floors=FLOORS) -> list[tuple[str, dict[str, float]]]:
     """``(rule, {language: keystrokes saved %})`` for off, always first, each floor and the
     perfect choice."""
@@ -91,6 +139,14 @@ def sweep(rows: list[list], floors=FLOORS) -> list[tuple[str, dict[str, float]]]
            ("always first", saved(rows, with_floor(-math.inf)))]
     out += [(f"first above {f:g} nats", saved(rows, with_floor(f))) for f in floors]
     out.append(("perfect choice", saved(rows, lambda r: r[6] if fits(r) and r[6] == r[3] else r[5])))
+    if any(len(r) >= 11 and r[10] is not None for r in rows):
+        for w in WEIGHTS:
+            for k in (5, TOP):
+                for miss in MISSES:
+                    name = f"re-ranked {w:g} {k} {miss:g}" + (" *" if (w, k, miss) == _shipped() else "")
+                    out.append((name, saved(rows, rescored(w, k, miss=miss))))
+        out.append((f"in the first {TOP}+guess", saved(rows, lambda r: r[3] if len(r) >= 11 and (
+            r[3] in r[8] or (fits(r) and r[6] == r[3])) else r[5])))
     return out
 
 
@@ -137,9 +193,9 @@ def main(argv: list[str] | None = None) -> int:
         rows += [[r[0], (i, r[1]), *r[2:]] for r in json.loads(Path(path).read_text())]
     table = sweep(rows)
     langs = list(table[0][1])
-    print(f"{'rule':24s}" + "".join(f"{lang[:10]:>11s}" for lang in langs) + "       mean")
+    print(f"{'rule':26s}" + "".join(f"{lang[:10]:>11s}" for lang in langs) + "       mean")
     for name, d in table:
-        print(f"{name:24s}" + "".join(f"{d[lang]:10.1f}%" for lang in langs)
+        print(f"{name:26s}" + "".join(f"{d[lang]:10.1f}%" for lang in langs)
               + f"{sum(d.values()) / len(d):10.2f}%")
     return 0
 

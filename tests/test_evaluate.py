@@ -181,7 +181,7 @@ def test_lagged_system2_runs_at_the_boundary_key_before_a_word_start():
         def __init__(self):
             self.at = []
 
-        def continuation(self, prefix, max_tokens=12, path=None):
+        def continuation(self, prefix, max_tokens=12, path=None, keep_steps=0):
             self.at.append((prefix, path))
             return Continuation(prefix[-CONTEXT_CHARS:], (" bar)\n" if prefix.endswith(",") else "bar)\n"))
 

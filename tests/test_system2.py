@@ -84,6 +84,84 @@ def test_ghost_text_is_the_rest_of_the_line_without_a_cut_off_end():
     assert Continuation("s = ", '"x" + "\ufffd').rest_at("s = ") == '"x" + "'
 
 
+def _toy_system2(pieces: list[bytes]) -> System2:
+    """A System 2 with a made-up vocabulary and no model: enough for ``word_scores``."""
+    import numpy as np
+
+    s2 = System2.__new__(System2)
+    s2.pieces = pieces
+    order = sorted((p, i) for i, p in enumerate(pieces) if p)
+    s2._sorted, s2._sorted_ids = [p for p, _ in order], [i for _, i in order]
+    s2._piece_id = {p: i for p, i in order}
+    s2._ends_word = np.array([not p or not (chr(p[0]).isalnum() or p[:1] == b"_") for p in pieces])
+    return s2
+
+
+def test_words_are_scored_from_the_distributions_the_continuation_kept():
+    import math
+
+    import numpy as np
+
+    pieces = [b"", b" f", b" foo", b" fob", b"bar", b"baz", b"(", b" foo(", b" x"]
+    s2 = _toy_system2(pieces)
+
+    def dist(probs: dict[int, float]) -> np.ndarray:
+        d = np.full(len(pieces), -50.0, dtype=np.float32)
+        for i, p in probs.items():
+            d[i] = math.log(p)
+        return d
+
+    # healed back " ", nothing typed; the continuation went " foo" (0.5), "bar" (0.6), "(" (0.9)
+    steps = ((2, dist({2: 0.5, 1: 0.1, 3: 0.2, 7: 0.1, 8: 0.1})), (4, dist({4: 0.6, 5: 0.3, 6: 0.1})),
+             (6, dist({6: 0.9, 0: 0.1})))
+    cont = Continuation("x = ", "foobar(\n", (), b" ", steps)  # its context ends with the healed " "
+    scores = s2.word_scores(cont, "x = f", ["foobar", "foobaz", "foo", "fob", "fxy"])
+    want = [math.log(0.5) + math.log(0.6) + math.log(0.9 + 0.1),  # on the path, ended by "("
+            math.log(0.5) + math.log(0.3),  # parts at "baz": an upper bound from there
+            math.log(0.5) + math.log(0.1),  # " foo" then a token that is no identifier ("(")
+            math.log(0.2 + 0.1),  # " fob" or " f" (a start of it)
+            math.log(0.1)]  # only " f" fits it
+    assert scores == pytest.approx(want, abs=1e-4)
+    # " foo(" fits "foo" at the first token too: not counted there, since the path took " foo"
+    # another place (a new line before it, or text the continuation never saw): no scores
+    assert s2.word_scores(cont, "y = f", ["foo"]) is None
+    assert s2.word_scores(Continuation("x = ", "foo\n"), "x = f", ["foo"]) is None
+
+
+def test_the_runner_lets_system2_rerank_the_fast_items_where_it_has_scores():
+    import math
+
+    import numpy as np
+
+    from engine.system2 import RERANK_WEIGHT
+    from engine.types import Candidate
+
+    pieces = [b"", b" f", b" foo", b"bar", b"(", b" fxy"]
+    d0 = np.full(len(pieces), -50.0, dtype=np.float32)
+    d0[[2, 1, 5]] = np.log([0.8, 0.1, 0.1])
+    d1 = np.full(len(pieces), -50.0, dtype=np.float32)
+    d1[[3, 4]] = np.log([0.5, 0.5])
+    d2 = np.full(len(pieces), -50.0, dtype=np.float32)
+    d2[4] = 0.0
+    runner = System2Runner()
+    runner.model = _toy_system2(pieces)
+    runner._result = Guess("file:///a.py", Continuation("x = ", "foobar(\n", (), b" ", ((2, d0), (3, d1), (4, d2))))
+    fast = [Candidate("fxy", -1.0), Candidate("foo", -1.5), Candidate("foobar", -4.0)]
+    # fxy: 0.5 x -1 + log 0.1; foo: 0.5 x -1.5 + log(0.8 x 0.5); foobar: 0.5 x -4 + log(0.8 x 0.5)
+    combined = {c.text: RERANK_WEIGHT * c.score + s for c, s in zip(fast, (
+        math.log(0.1 + 0.1), math.log(0.8 * 0.5), math.log(0.8 * 0.5)))}  # " f" fits fxy too
+    want = max(combined, key=combined.get)
+    assert want == "foo"  # the rule moves a lower fast item up here
+    got = runner.merge("file:///a.py", "x = f", fast)
+    assert [c.text for c in got] == ["foo", "fxy", "foobar"]
+    assert got[0] is fast[1]  # the fast engine's own item, score and kind kept
+    # a guess the fast engine did not list competes too
+    only = runner.merge("file:///a.py", "x = fo", [Candidate("fox", -0.1)])
+    assert {c.text for c in only} == {"fox", "foobar"}
+    # another place (the continuation was made on another line): the fast order stands
+    assert runner.merge("file:///a.py", "y = 1\nz = f", fast) == fast
+
+
 def test_a_folder_or_a_tilde_path_is_handled_by_name(tmp_path, monkeypatch):
     with pytest.raises(System2Error, match="is a folder"):
         System2(tmp_path)
