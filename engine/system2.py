@@ -8,8 +8,10 @@ project's code corpus (a low-rank adapter, :data:`ADAPTER_DIR`, added to its wei
 in place by ``laya system2 install``, never at run time. It takes ~30 ms a token (~190 ms a line)
 on one thread of this 2-core machine (``python -m laya_tools.bench_system2``), so the server runs
 it after a completion has been answered, on its own thread
-(``laya_lsp.system2``): :meth:`System2.continuation` writes the rest of the line, and while the
-user types along it (:meth:`Continuation.word_at`) its identifiers join the lists (:func:`merge`).
+(``laya_lsp.system2``): :meth:`System2.continuation` writes the rest of the line, keeping the
+distributions its first tokens were chosen from, and while the user types the identifier it
+starts with, System 2 re-ranks the fast engine's first items and its own guess
+(:meth:`System2.word_scores`, :func:`rerank_at`).
 
 The prompt opens with the file's path after the ``<filename>`` token where the vocabulary has
 one (SmolLM2's does: its tokenizer keeps StarCoder's metadata tokens, ``<reponame>``,
@@ -315,6 +317,32 @@ class System2:
             return total + (_logsumexp(dist[fit]) if fit else -30.0)
         return total
 
+    def exact_word_scores(self, prefix: str, words: Sequence[str], path: str | None = None) -> list[float] | None:
+        """Each word's log-probability as the identifier at the cursor, computed in full: the
+        word's own tokens after the text before it (token-healed as :meth:`continuation`), then
+        a token that ends it (nats, <= 0). One forward step per token (~25 ms each on one core
+        here): an offline measure of what :meth:`word_scores` approximates, not for the server.
+        None where the prompt would be a file's first token."""
+        typed = word_prefix(prefix)
+        head = prefix[: len(prefix) - len(typed)]
+        toks = self._prompt(head)
+        if len(toks) < 2:
+            return None
+        back = self.pieces[toks[-1]]
+        base = self.header(path) + toks[:-1]
+        first = self._logits_after(base)
+        first = first - np.float32(_logsumexp(first))
+        out = []
+        for w in words:
+            seq, logp, total = base, first, 0.0
+            for tok in self.llm.tokenize(back + w.encode("utf-8"), add_bos=False, special=False):
+                total += float(logp[tok])
+                seq = seq + [tok]
+                logp = self._logits_after(seq)
+                logp = logp - np.float32(_logsumexp(logp))
+            out.append(total + _logsumexp(logp[self._ends_word]))
+        return out
+
     def _fitting(self, rem: bytes) -> list[int]:
         """Tokens that fit a word's remaining bytes ``rem``: a start of it, or all of it followed
         by a character that is no identifier character."""
@@ -338,8 +366,9 @@ class System2:
 
 
 MIN_WORD_LOGPROB = -1.5
-"""System 2's identifier goes first in a list only when it gave the rest of it at least this
-log-probability (nats; :meth:`Continuation.scored_word_at`), else the fast engine's order stands.
+"""Where System 2 kept no distributions to re-rank with (:func:`rerank_at`), its identifier goes
+first in a list only when it gave the rest of it at least this log-probability (nats;
+:meth:`Continuation.scored_word_at`), else the fast engine's order stands.
 Chosen on the tune packages (per keystroke records of both engines, six languages, 2026-12-04;
 keystrokes saved, six-language mean): System 2 off 55.21%, its guess always first 56.07%, first
 above -2 nats 56.52%, **above -1.5 nats 56.74%**, above -1 nats 56.40%; on the eval packages

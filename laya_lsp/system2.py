@@ -4,10 +4,11 @@ After each completion (or inline completion) is answered, :meth:`System2Runner.r
 the cursor's text to a thread of its own (not the engine thread: it holds no MLX state, and
 llama.cpp releases the GIL while it computes), where :class:`engine.system2.System2` continues
 it to the end of the line, publishing the line as it grows. A newer request stops it between
-tokens (latest wins). While the user types along that line, its identifier at the cursor tops
-each completion list (:meth:`System2Runner.merge`) and inline completion shows the rest of it
-(``laya_lsp.inline``); once they type something else, the next answer starts a new line. The
-fast answer never waits for it.
+tokens (latest wins). While the user types the identifier the line was started before (or in),
+System 2 re-ranks the fast engine's first items and its own guess from the token distributions
+the line kept (:meth:`System2Runner.merge`); while they type along the line, inline completion
+shows the rest of it (``laya_lsp.inline``); once they type something else, the next answer
+starts a new line. The fast answer never waits for it.
 
 Off unless the ``system2`` option is on; the model file comes from ``laya system2 install`` (or
 the ``system2Path`` option). A missing file or library is shown once, and completion goes on

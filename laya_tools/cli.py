@@ -201,7 +201,7 @@ def _cmd_eval(a) -> int:
     print(f"{a.split} files: {len(files)} ({nchars} chars): " + ", ".join(f"{f.language}:{f.name}" for f in files))
     system2 = None
     if a.system2:
-        from engine.system2 import System2, default_path
+        from engine.system2 import RERANK_TOP, System2, default_path
 
         path = default_path() if a.system2 == "default" else Path(a.system2)
         if not path.is_file():
@@ -212,7 +212,7 @@ def _cmd_eval(a) -> int:
             print(f"System 2: {path.name} in the server, off then on; a pause of {a.gap_ms:.0f} ms after each answer")
         if "process" in wheres:
             system2 = System2(path)
-            print(f"System 2: {path.name}, its guess at rank {a.system2_rank}, "
+            print(f"System 2: {path.name}, re-ranking the first {RERANK_TOP} items and its guess, "
                   f"{'from the next keystroke on' if a.system2_lag else 'waited for at every key'}; off then on")
     modes = {"without workspace": False, "with workspace": True}
     if a.workspace == "off":
@@ -412,11 +412,12 @@ def main(argv=None) -> int:
                    help="engine variant (configs/); typing: held-out prose (corpus/prose-build, language prose)")
     p.add_argument("--system2", default=None, metavar="GGUF",
                    help="merge a System 2 model's guesses (a GGUF path, or 'default': `laya system2 install`'s)")
-    p.add_argument("--system2-rank", type=int, default=0, help="the System 2 guess's place in the list")
+    p.add_argument("--system2-rank", type=int, default=0,
+                   help="the System 2 guess's place in the list where System 2 has no scores to re-rank it with")
     p.add_argument("--system2-min-logprob", type=float, default=None, metavar="NATS",
-                   help="in process: System 2's guess joins the list only when it gave the rest of the identifier "
-                        "this log-probability (default: the server's, engine.system2.MIN_WORD_LOGPROB; "
-                        "-inf: always)")
+                   help="in process, where System 2 has no scores to re-rank with: its guess joins the list only "
+                        "when it gave the rest of the identifier this log-probability (default: the server's, "
+                        "engine.system2.MIN_WORD_LOGPROB; -inf: always)")
     p.add_argument("--gap-ms", type=float, default=0.0,
                    help="with --through-server: the typist's pause after each answer (default 0: back to back)")
     p.add_argument("--system2-lag", type=int, choices=(0, 1), default=1,

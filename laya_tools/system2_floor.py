@@ -16,8 +16,9 @@ a re-ranking could give).
     python -m laya_tools.system2_floor sweep t.json [more.json ...]
 
 Records are JSON lists of ``[language, file, start, word, typed, fast, guess, logprob, items,
-fast scores, System 2 scores]`` (the last None where System 2 had none for the place; records
-of an earlier version end at ``logprob``, and ``sweep`` replays the floors on them).
+fast scores, System 2 scores]`` (the last None where System 2 had none for the place), and with
+``--exact`` a last ``{word: full score}`` (records of an earlier version end at ``logprob``, and
+``sweep`` replays the floors on them).
 """
 
 from __future__ import annotations
@@ -39,9 +40,11 @@ MISSES = (1.0, 2.0, 4.0)
 """``GUESS_MISS`` values ``sweep`` tries."""
 
 
-def record(files, predictor, system2) -> list[list]:
+def record(files, predictor, system2, exact: int = 0) -> list[list]:
     """Per-keystroke records of typing ``files`` (``laya_tools.evaluate.EvalFile``) with the
-    fast engine ``predictor`` and ``system2`` (``engine.system2.System2``), one guess late."""
+    fast engine ``predictor`` and ``system2`` (``engine.system2.System2``), one guess late.
+    ``exact``: also System 2's full scores of the first this many items and the guess
+    (``engine.system2.System2.exact_word_scores``, computed at the keystroke itself: no lag)."""
     from engine.system2 import KEEP_STEPS
 
     from .evaluate import REFRESH_CHARS, LaggedSystem2, targets
@@ -70,6 +73,14 @@ def record(files, predictor, system2) -> list[list]:
                 rows.append([f.language, fi, start, word, c, items[0] if items else None, guess, lp,
                              items, [round(x.score, 4) for x in cands],
                              None if s2 is None else [round(x, 4) for x in s2]])
+                if exact:
+                    if c == 0:
+                        known: dict[str, float] = {}  # the text before the word stays: scores too
+                    want = items[:exact] + ([guess] if fits(rows[-1]) and guess not in items[:exact] else [])
+                    new = [w for w in want if w not in known]
+                    got = system2.exact_word_scores(prefix, new, path=lagged.path) if new else []
+                    known.update(zip(new, got or [None] * len(new)))
+                    rows[-1].append({w: round(known[w], 4) for w in want if known[w] is not None})
         predictor.forget_document(doc)
     return rows
 
@@ -126,6 +137,24 @@ def rescored(weight: float, k: int = TOP, floor: float = -1.5, miss: float | Non
     return first
 
 
+def exactly(weight: float):
+    """The first item when the fast engine's first items and the guess are re-ranked by
+    ``weight`` x their fast score + System 2's full score (records made with ``--exact``)."""
+    from engine.system2 import GUESS_MISS, rerank
+
+    def first(r):
+        scores = r[11] if len(r) >= 12 else None
+        if not scores:
+            return r[5]
+        items = [w for w in r[8] if w in scores]
+        fast = [r[9][r[8].index(w)] for w in items]
+        if fits(r) and r[6] in scores and r[6] not in items:  # the guess the fast engine missed
+            items.append(r[6])
+            fast.append(min(fast, default=0.0) - GUESS_MISS)
+        return rerank(items, fast, [scores[w] for w in items], weight)[0] if items else r[5]
+    return first
+
+
 def _shipped() -> tuple[float, int, float]:
     from engine.system2 import GUESS_MISS, RERANK_TOP, RERANK_WEIGHT
 
@@ -145,6 +174,10 @@ def sweep(rows: list[list], floors=FLOORS) -> list[tuple[str, dict[str, float]]]
                 for miss in MISSES:
                     name = f"re-ranked {w:g} {k} {miss:g}" + (" *" if (w, k, miss) == _shipped() else "")
                     out.append((name, saved(rows, rescored(w, k, miss=miss))))
+    if any(len(r) >= 12 for r in rows):
+        for w in WEIGHTS:
+            out.append((f"exact, re-ranked {w:g}", saved(rows, exactly(w))))
+    if any(len(r) >= 11 and r[10] is not None for r in rows):
         out.append((f"in the first {TOP}+guess", saved(rows, lambda r: r[3] if len(r) >= 11 and (
             r[3] in r[8] or (fits(r) and r[6] == r[3])) else r[5])))
     return out
@@ -163,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     rec.add_argument("--corpus", default="corpus/build")
     rec.add_argument("--system2", default=None, help="the GGUF (default: `laya system2 install`'s)")
     rec.add_argument("--out", required=True)
+    rec.add_argument("--exact", type=int, default=0, metavar="N",
+                     help="also score the fast engine's first N items and the guess in full (slow: ~25 ms a token)")
     sw = sub.add_parser("sweep", help="keystrokes saved under each floor")
     sw.add_argument("records", nargs="+")
     a = ap.parse_args(argv)
@@ -184,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         p = Predictor.load(None)
         p.warmup()
-        rows = record(files, p, system2)
+        rows = record(files, p, system2, exact=a.exact)
         Path(a.out).write_text(json.dumps(rows))
         print(f"{len(rows)} keystrokes of {len(files)} files -> {a.out}")
         return 0
