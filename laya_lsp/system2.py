@@ -126,7 +126,11 @@ class System2Runner:
         guess (``engine.system2.rerank``: the best moves first, the rest keep their order).
         Otherwise the fitting guess goes to :data:`RANK` (``engine.system2.merge``) when System 2
         is sure enough of it (``engine.system2.MIN_WORD_LOGPROB``)."""
-        reranked = self._rerank(uri, prefix, candidates)
+        try:
+            reranked = self._rerank(uri, prefix, candidates)
+        except Exception:  # noqa: BLE001 - a failed re-ranking must not fail the completion
+            log.exception("System 2 could not re-rank; its guess alone is used")
+            reranked = None
         if reranked is not None:
             return reranked
         guess = self.guess_for(uri, prefix)

@@ -161,6 +161,13 @@ def test_the_runner_lets_system2_rerank_the_fast_items_where_it_has_scores():
     # another place (the continuation was made on another line): the fast order stands
     assert runner.merge("file:///a.py", "y = 1\nz = f", fast) == fast
 
+    class Broken:
+        def word_scores(self, *a):
+            raise ValueError("boom")
+
+    runner.model = Broken()  # a failure falls back to the guess rule instead of failing the request
+    assert [c.text for c in runner.merge("file:///a.py", "x = f", fast)] == ["foobar", "fxy", "foo"]
+
 
 def test_a_folder_or_a_tilde_path_is_handled_by_name(tmp_path, monkeypatch):
     with pytest.raises(System2Error, match="is a folder"):
