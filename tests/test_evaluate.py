@@ -195,6 +195,35 @@ def test_lagged_system2_runs_at_the_boundary_key_before_a_word_start():
     assert lagged(["x"], "g(b") == ["bar", "x"]
 
 
+def test_lagged_system2_reranks_with_the_fast_scores_as_the_server_does():
+    import numpy as np
+
+    from engine.system2 import CONTEXT_CHARS, Continuation
+    from laya_tools.evaluate import LaggedSystem2
+    from test_system2 import _toy_system2
+
+    pieces = [b"", b" f", b" foo", b"bar", b"(", b" fxy"]
+    d0, d1, d2 = (np.full(len(pieces), -50.0, dtype=np.float32) for _ in range(3))
+    d0[[2, 1, 5]] = np.log([0.8, 0.1, 0.1])
+    d1[[3, 4]] = np.log([0.5, 0.5])
+    d2[4] = 0.0
+    s2 = _toy_system2(pieces)
+    runs = []
+
+    def continuation(prefix, max_tokens=12, path=None, keep_steps=0):
+        runs.append(keep_steps)
+        head = prefix[: len(prefix) - 1]  # "f" typed
+        return Continuation(head[-CONTEXT_CHARS:], "foobar(\n", (), b" ", ((2, d0), (3, d1), (4, d2))[:keep_steps])
+
+    s2.continuation = continuation
+    lagged = LaggedSystem2(s2, path="a.py", keep_steps=8)
+    items, fast = ["fxy", "foo", "foobar"], [-1.0, -1.5, -4.0]
+    assert lagged(items, "x = f", fast) == items and runs == [8]  # nothing in hand yet: a run starts
+    assert lagged(items, "x = f", fast) == ["foo", "fxy", "foobar"]  # the test_system2 case
+    # without the scores (or distributions), the guess rule: "foobar" (no log-probabilities: sure)
+    assert lagged(items, "x = f") == ["foobar", "fxy", "foo"]
+
+
 def test_first_uses_are_scored_apart():
     # "alpha" is new at its first use, seen later; "beta" appears first in a comment
     text = "alpha = 1  # beta\nbeta = alpha\n"
