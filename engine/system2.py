@@ -120,6 +120,7 @@ class System2:
         self._sorted = [p for p, _ in order]
         self._sorted_ids = [i for _, i in order]
         self._piece_id = {p: i for p, i in order}
+        self._longest = max((len(p) for p in pieces), default=1)
         self.pieces = pieces
         self._ends_word = np.array([not p or not _ident_byte(p[0]) for p in pieces])
         """Per token: its text ends an identifier before it (empty, or a first byte that is no
@@ -188,7 +189,8 @@ class System2:
 
     def _allowed(self, rest: bytes) -> list[int]:
         """Tokens consistent with the text still to spell out: a prefix of it, or starting with it."""
-        ids = [self._piece_id[rest[:k]] for k in range(1, len(rest) + 1) if rest[:k] in self._piece_id]
+        ids = [self._piece_id[rest[:k]] for k in range(1, min(len(rest), self._longest) + 1)
+               if rest[:k] in self._piece_id]
         lo = bisect.bisect_left(self._sorted, rest)
         hi = lo
         while hi < len(self._sorted) and self._sorted[hi].startswith(rest):
@@ -258,7 +260,7 @@ class System2:
                 continue
             text = out[len(back):].decode("utf-8", "replace").split("\n", 1)
             cont = Continuation(context, text[0] + ("\n" if len(text) > 1 else ""), tuple(logprobs),
-                                back, tuple(steps))
+                                back, tuple(steps), word)
             if len(text) > 1 or best == self.llm.token_eos():
                 break  # the line ended
             if on_text is not None:
@@ -272,13 +274,18 @@ class System2:
         ``cont`` kept none or was computed for another place (the text before the identifier
         being typed must extend the text before ``cont``'s start, on its line).
 
-        A word's score (nats, <= 0) sums the log-probabilities of the continuation's tokens it
-        agrees with, then, where it parts from them, the probability of all tokens that fit it
-        (a token that spells a start of it, or all of it and then a character that ends it), and
-        where its end falls on a token boundary the probability that the next token ends it. A
-        word that outlasts the kept tokens gets no more after them, so words that part from the
-        continuation are ranked by their first different token only (an upper bound; charging
-        the bytes after it a cost per byte ranked no better on the tune packages).
+        A word's score (nats, <= 0) is the log of the summed probabilities of its ways to be
+        spelled that the kept tokens show: along the continuation's tokens while it agrees with
+        them, with, at each of those steps, the other tokens that fit it (a token that spells a
+        start of it, or all of it and then a character that ends it); where it parts from the
+        continuation, all tokens that fit it; and where its end falls on a token boundary of
+        the continuation, the tokens that end it. Past a token that fits it but is not the
+        continuation's, or past the kept tokens, the rest of it counts as certain, so words that
+        part from the continuation early are ranked by their first different token (an upper
+        bound; charging the bytes after it a cost per byte ranked no better on the tune
+        packages). None also where the identifier typed no longer extends the one the
+        continuation's first tokens spelled (a backspace), whose distributions were normalised
+        among the tokens that fit it.
 
         Args:
             prefix: the text before the cursor (the typed part of the identifier included).
@@ -295,27 +302,32 @@ class System2:
         if at < 0:
             return None
         since = head[at + len(cont.context) :]
-        if len(since) > CONTEXT_CHARS or "\n" in since:
-            return None
-        lead = cont.back + since.encode("utf-8")
-        return [self._word_score(cont.steps, lead + w.encode("utf-8")) for w in words]
+        if len(since) > CONTEXT_CHARS or "\n" in since or not (since + typed).startswith(cont.typed):
+            return None  # another line, or the typed text left what the healed tokens were chosen among
+        lead = cont.back + since.encode("utf-8", "replace")
+        return [self._word_score(cont.steps, lead + w.encode("utf-8", "replace")) for w in words]
 
     def _word_score(self, steps, target: bytes) -> float:
         pos, total = 0, 0.0
+        ways: list[float] = []  # log-probabilities of the ways to spell the word counted so far
         for tid, dist in steps:
             rem = target[pos:]
             if not rem:  # the word ends at a token boundary: the next token must end it
-                return total + _logsumexp(dist[self._ends_word])
+                ways.append(total + _logsumexp(dist[self._ends_word]))
+                return _logsumexp(np.array(ways))
             piece = self.pieces[tid]
-            if rem.startswith(piece) and piece:
+            fit = self._fitting(rem)
+            if piece and rem.startswith(piece):  # along the continuation; other tokens that fit count too
+                others = [i for i in fit if i != tid]
+                if others:
+                    ways.append(total + _logsumexp(dist[others]))
                 total += float(dist[tid])
                 pos += len(piece)
                 continue
-            if piece.startswith(rem) and not _ident_byte(piece[len(rem)]):
-                return total + float(dist[tid])
-            fit = self._fitting(rem)
-            return total + (_logsumexp(dist[fit]) if fit else -30.0)
-        return total
+            ways.append(total + (_logsumexp(dist[fit]) if fit else -30.0))  # it parts from the continuation
+            return _logsumexp(np.array(ways))
+        ways.append(total)
+        return _logsumexp(np.array(ways))
 
     def exact_word_scores(self, prefix: str, words: Sequence[str], path: str | None = None) -> list[float] | None:
         """Each word's log-probability as the identifier at the cursor, computed in full: the
@@ -346,7 +358,8 @@ class System2:
     def _fitting(self, rem: bytes) -> list[int]:
         """Tokens that fit a word's remaining bytes ``rem``: a start of it, or all of it followed
         by a character that is no identifier character."""
-        ids = [self._piece_id[rem[:k]] for k in range(1, len(rem) + 1) if rem[:k] in self._piece_id]
+        ids = [self._piece_id[rem[:k]] for k in range(1, min(len(rem), self._longest) + 1)
+               if rem[:k] in self._piece_id]
         lo = bisect.bisect_right(self._sorted, rem)  # ``rem`` itself is counted above
         hi = lo
         n = len(rem)
@@ -414,6 +427,8 @@ class Continuation:
     ``keep_steps``): the chosen token and the distribution it was chosen from, shape
     ``(n_vocab,)`` float32 (a healed token's normalised among the tokens that spell the typed
     text; the others are meaningless there)."""
+    typed: str = ""
+    """The identifier prefix typed at the place (the healed tokens spell ``back`` and it)."""
 
     def offset(self, prefix: str) -> int | None:
         """How far into ``text`` the user is at ``prefix`` (what they typed since is the start of
@@ -534,25 +549,27 @@ def rerank_at(system2: System2, cont: Continuation | None, prefix: str, items: S
         fast: their scores (``engine.types.Candidate.score``).
 
     Returns:
-        The first ``top`` items and the guess (when it fits and was not among them; it counts
-        :data:`GUESS_MISS` below the lowest fast score unless the fast engine listed it lower
-        down), the best first, then the rest of ``items``.
+        ``items`` with the best of their first ``top`` that start with the typed part and the
+        guess (when it fits and was not among them; it counts :data:`GUESS_MISS` below the
+        lowest fast score unless the fast engine listed it lower down) moved first.
     """
     if cont is None or not cont.steps:
         return None
     typed = word_prefix(prefix)
-    words, scores = list(items[:top]), list(fast[:top])
+    fits = [(w, f) for w, f in zip(items[:top], fast) if len(w) > len(typed) and w.startswith(typed)]
+    words, scores = [w for w, _ in fits], [f for _, f in fits]  # (a prose word of another case stays put)
     guess = cont.word_at(prefix)
     if guess and guess not in words and len(guess) > len(typed) and guess.startswith(typed):
+        listed = items.index(guess) if guess in items else len(fast)
         words.append(guess)
-        scores.append(fast[items.index(guess)] if guess in items else min(scores, default=0.0) - GUESS_MISS)
+        scores.append(fast[listed] if listed < len(fast) else min(scores, default=0.0) - GUESS_MISS)
     if not words:
         return None
     s2 = system2.word_scores(cont, prefix, words)
     if s2 is None:
         return None
-    order = rerank(words, scores, s2)
-    return order + [w for w in items[top:] if w not in order]
+    best = rerank(words, scores, s2)[0]
+    return [best] + [w for w in items if w != best]
 
 
 def merge(items: Sequence[str], guess: str | None, typed: str, rank: int = 0) -> list[str]:

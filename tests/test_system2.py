@@ -93,6 +93,7 @@ def _toy_system2(pieces: list[bytes]) -> System2:
     order = sorted((p, i) for i, p in enumerate(pieces) if p)
     s2._sorted, s2._sorted_ids = [p for p, _ in order], [i for _, i in order]
     s2._piece_id = {p: i for p, i in order}
+    s2._longest = max(len(p) for p in pieces)
     s2._ends_word = np.array([not p or not (chr(p[0]).isalnum() or p[:1] == b"_") for p in pieces])
     return s2
 
@@ -116,16 +117,19 @@ def test_words_are_scored_from_the_distributions_the_continuation_kept():
              (6, dist({6: 0.9, 0: 0.1})))
     cont = Continuation("x = ", "foobar(\n", (), b" ", steps)  # its context ends with the healed " "
     scores = s2.word_scores(cont, "x = f", ["foobar", "foobaz", "foo", "fob", "fxy"])
-    want = [math.log(0.5) + math.log(0.6) + math.log(0.9 + 0.1),  # on the path, ended by "("
-            math.log(0.5) + math.log(0.3),  # parts at "baz": an upper bound from there
-            math.log(0.5) + math.log(0.1),  # " foo" then a token that is no identifier ("(")
-            math.log(0.2 + 0.1),  # " fob" or " f" (a start of it)
+    want = [math.log(0.1 + 0.5 * 0.6 * (0.9 + 0.1)),  # " f" (a start of it), or the path ended by "("
+            math.log(0.1 + 0.5 * 0.3),  # " f", or " foo" then "baz": an upper bound from there
+            math.log(0.1 + 0.1 + 0.5 * 0.1),  # " f", " foo(", or " foo" then "(" (no identifier)
+            math.log(0.2 + 0.1),  # " fob" or " f"
             math.log(0.1)]  # only " f" fits it
     assert scores == pytest.approx(want, abs=1e-4)
-    # " foo(" fits "foo" at the first token too: not counted there, since the path took " foo"
     # another place (a new line before it, or text the continuation never saw): no scores
     assert s2.word_scores(cont, "y = f", ["foo"]) is None
     assert s2.word_scores(Continuation("x = ", "foo\n"), "x = f", ["foo"]) is None
+    # typed "fo" at the continuation, then a backspace and "x": its healed tokens no longer fit
+    typed_fo = Continuation("x = ", "foobar(\n", (), b" ", steps, "fo")
+    assert s2.word_scores(typed_fo, "x = fo", ["foobar"]) is not None
+    assert s2.word_scores(typed_fo, "x = fx", ["fxy"]) is None
 
 
 def test_the_runner_lets_system2_rerank_the_fast_items_where_it_has_scores():
@@ -147,9 +151,9 @@ def test_the_runner_lets_system2_rerank_the_fast_items_where_it_has_scores():
     runner.model = _toy_system2(pieces)
     runner._result = Guess("file:///a.py", Continuation("x = ", "foobar(\n", (), b" ", ((2, d0), (3, d1), (4, d2))))
     fast = [Candidate("fxy", -1.0), Candidate("foo", -1.5), Candidate("foobar", -4.0)]
-    # fxy: 0.5 x -1 + log 0.1; foo: 0.5 x -1.5 + log(0.8 x 0.5); foobar: 0.5 x -4 + log(0.8 x 0.5)
+    # fxy: " f" or " fxy"; foo: " f", or " foo" then "("; foobar: " f", or " foo", "bar", "("
     combined = {c.text: RERANK_WEIGHT * c.score + s for c, s in zip(fast, (
-        math.log(0.1 + 0.1), math.log(0.8 * 0.5), math.log(0.8 * 0.5)))}  # " f" fits fxy too
+        math.log(0.1 + 0.1), math.log(0.1 + 0.8 * 0.5), math.log(0.1 + 0.8 * 0.5 * 1.0)))}
     want = max(combined, key=combined.get)
     assert want == "foo"  # the rule moves a lower fast item up here
     got = runner.merge("file:///a.py", "x = f", fast)
@@ -160,6 +164,9 @@ def test_the_runner_lets_system2_rerank_the_fast_items_where_it_has_scores():
     assert {c.text for c in only} == {"fox", "foobar"}
     # another place (the continuation was made on another line): the fast order stands
     assert runner.merge("file:///a.py", "y = 1\nz = f", fast) == fast
+    # an item that does not start with the typed part (a prose word in another case) is not re-ranked
+    cased = runner.merge("file:///a.py", "x = f", [Candidate("Fxy", 5.0), *fast])
+    assert [c.text for c in cased] == ["foo", "Fxy", "fxy", "foobar"]
 
     class Broken:
         def word_scores(self, *a):
