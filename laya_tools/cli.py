@@ -411,7 +411,8 @@ def main(argv=None) -> int:
     p.add_argument("--variant", default="code",
                    help="engine variant (configs/); typing: held-out prose (corpus/prose-build, language prose)")
     p.add_argument("--system2", default=None, metavar="GGUF",
-                   help="merge a System 2 model's guesses (a GGUF path, or 'default': `laya system2 install`'s)")
+                   help="let a System 2 model re-rank the items and offer its guesses (a GGUF path, or "
+                        "'default': `laya system2 install`'s)")
     p.add_argument("--system2-rank", type=int, default=0,
                    help="the System 2 guess's place in the list where System 2 has no scores to re-rank it with")
     p.add_argument("--system2-min-logprob", type=float, default=None, metavar="NATS",
