@@ -918,12 +918,7 @@ class Predictor:
         seen: set[str] = set()
         n = len(typed)
         m = min(len(score), k + 8)  # almost every pool word is eligible: a few more than k
-        if len(score) > m:
-            # ties keep the pool's order, as in _ranked: a stable sort of the sorted best m
-            cand = np.sort(np.argpartition(-score, m - 1)[:m])
-            cand = cand[np.argsort(-score[cand], kind="stable")]
-        else:
-            cand = np.argsort(-score, kind="stable")
+        cand = _best_stable(score, m)  # ties keep the pool's order, as in _ranked
         while True:
             ix = cand.tolist()
             for i, w in zip(ix, words.take(ix)):  # pool words (``_LazyWords``), read in one pass
@@ -1032,11 +1027,8 @@ class Predictor:
     def _ranked(self, words, score: np.ndarray, typed: str, lang: Language, max_items: int) -> list[Candidate]:
         """The ``max_items`` best-scored words longer than ``typed``, best first."""
         k = max_items + 2 + MAX_COMPOUNDS  # the typed word and repeated compounds are skipped below
-        if len(score) > 4 * k:  # the best k only (a full sort of a 1024-word pool costs ~30 us)
-            top = np.sort(np.argpartition(-score, k)[:k])
-            order = top[np.argsort(-score[top], kind="stable")].tolist()
-        else:
-            order = np.argsort(-score, kind="stable").tolist()
+        # the best k only (a full sort of a 1024-word pool costs ~30 us)
+        order = (_best_stable(score, k) if len(score) > 4 * k else np.argsort(-score, kind="stable")).tolist()
         out: list[Candidate] = []
         seen: set[str] = set()  # a compound (``engine.compounds``) may also be a known word
         plain = "word" if lang.name == "prose" else "identifier"
@@ -1068,3 +1060,16 @@ class Predictor:
         if complete:
             self._line_cache[word] = line
         return line
+
+
+def _best_stable(score: np.ndarray, m: int) -> np.ndarray:
+    """``np.argsort(-score, kind="stable")[:m]`` without sorting it all: the indices of the ``m``
+    best scores, best first, ties in index order. (``np.argpartition`` alone picks an arbitrary
+    member of a tie at the cut, and which one differs between machines: NumPy partitions with
+    AVX-512 where the CPU has it.)"""
+    if len(score) <= m:
+        return np.argsort(-score, kind="stable")
+    cut = np.partition(score, len(score) - m)[len(score) - m]  # the m-th best score
+    above = np.flatnonzero(score > cut)
+    cand = np.concatenate([above, np.flatnonzero(score == cut)[: m - len(above)]])
+    return cand[np.argsort(-score[cand], kind="stable")]
