@@ -509,13 +509,13 @@ def confident_word_at(cont: Continuation | None, prefix: str,
 KEEP_STEPS = 8
 """Token distributions a continuation keeps for :meth:`System2.word_scores` (196 KB each): enough
 for the identifiers at its start (a line's first identifier takes 1-4 tokens)."""
-RERANK_TOP = 10
+RERANK_TOP = 5
 """The fast engine's first items that System 2 re-ranks (:func:`rerank`)."""
-RERANK_WEIGHT = 0.4
+RERANK_WEIGHT = 0.25
 """The fast engine's score's weight against System 2's in :func:`rerank` (with
 :data:`RERANK_TOP` and :data:`GUESS_MISS`: the best of 0.1-0.6 x 5 or 10 items x 1-4 nats on
 the tune packages' per-keystroke records, ``laya_tools.system2_floor``; see README)."""
-GUESS_MISS = 2.0
+GUESS_MISS = 1.0
 """A System 2 guess that the fast engine did not list counts this far below the lowest fast
 score it re-ranks."""
 
