@@ -68,9 +68,9 @@ class InitializationOptions:
     system2: bool = False
     """Run System 2: a larger local model (SmolLM2-135M tuned on code, through llama.cpp; ``laya system2
     install`` puts it in place, the ``system2`` extra installs llama.cpp) that continues the line
-    after each answer, on its own thread; its identifier at the cursor tops the next lists while
-    you type along it, and inline completion shows the rest of its line. Costs ~220 MB and half
-    the cores (one of two) while you type."""
+    after each answer, on its own thread; while you type the next identifier it re-ranks the
+    list's first items and its own guess for it, and inline completion shows the rest of its
+    line. Costs ~220 MB and half the cores (one of two) while you type."""
     system2_path: str | None = None
     """System 2's model, a llama.cpp GGUF file (``~`` expands). Unset: the one ``laya system2
     install`` wrote."""
