@@ -1065,8 +1065,9 @@ class Predictor:
 def _best_stable(score: np.ndarray, m: int) -> np.ndarray:
     """``np.argsort(-score, kind="stable")[:m]`` without sorting it all: the indices of the ``m``
     best scores, best first, ties in index order. (``np.argpartition`` alone picks an arbitrary
-    member of a tie at the cut, and which one differs between machines: NumPy partitions with
-    AVX-512 where the CPU has it.)"""
+    member of a tie at the cut, and which one can differ between machines: NumPy picks its
+    partition code by the CPU's vector instructions; on this AVX-512 machine the engine's list and
+    the identity re-ranker's differed at a tie.)"""
     if len(score) <= m:
         return np.argsort(-score, kind="stable")
     cut = np.partition(score, len(score) - m)[len(score) - m]  # the m-th best score
