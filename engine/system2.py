@@ -545,8 +545,9 @@ def rerank_at(system2: System2, cont: Continuation | None, prefix: str, items: S
     this place.
 
     Args:
-        items: the fast engine's identifiers, best first (they start with the typed part).
-        fast: their scores (``engine.types.Candidate.score``).
+        items: the fast engine's identifiers, best first (one that does not start with the
+            typed part, a prose word in another case, is not re-ranked and keeps its place).
+        fast: their scores (``engine.types.Candidate.score``), one per item.
 
     Returns:
         ``items`` with the best of their first ``top`` that start with the typed part and the

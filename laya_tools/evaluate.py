@@ -327,13 +327,16 @@ class LaggedSystem2:
     (``engine.system2.Continuation.word_at``: the user typed along it), System 2 continues the
     text from there to the end of the line, standing in for it running while the user moves to
     the next key (~100 ms a line here, ~20-60 ms to the first identifier; typing runs at 100-300
-    ms a key). Its identifier at the cursor joins the list at ``rank``. As in the server
+    ms a key). Given the fast engine's scores and ``keep_steps``, it re-ranks the list's first
+    items and its own guess as the server does (``engine.system2.rerank_at``); otherwise (and
+    where it has no scores for the place) its identifier at the cursor joins the list at
+    ``rank``. As in the server
     (``laya_lsp.system2.after_change``), a key before a word start that leaves the cursor at a
     word boundary (the space of ``, ``) starts a line there when the user has left the one in
     hand, ready at the word start; a word start right after the key that left the line gets no
     guess until the next keystroke. ``lag=0`` is a user who waits for System 2 at every key (the
     upper bound). ``path`` names the file in System 2's prompt, as the server does
-    (``laya_lsp.system2.prompt_path``). A guess whose rest System 2 gave less than
+    (``laya_lsp.system2.prompt_path``). Where it does not re-rank, a guess whose rest System 2 gave less than
     ``min_logprob`` nats leaves the list as it is (as ``engine.system2.confident_word_at``; None: the
     server's ``MIN_WORD_LOGPROB``; ``-inf``: always first).
     """
