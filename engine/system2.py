@@ -538,6 +538,21 @@ def rerank(items: Sequence[str], fast: Sequence[float], scores: Sequence[float],
     return [items[best]] + [w for i, w in enumerate(items) if i != best]
 
 
+def rerank_pool(items: Sequence[str], fast: Sequence[float], guess: str | None, typed: str,
+                top: int = RERANK_TOP, miss: float = GUESS_MISS) -> tuple[list[str], list[float]]:
+    """The words :func:`rerank` weighs at a place and their fast scores: the first ``top``
+    ``items`` that start with ``typed`` and are longer (a prose word of another case stays put),
+    then ``guess`` when it fits and is not among them, with its fast score if the fast engine
+    listed it lower down, else ``miss`` below the lowest of theirs."""
+    fits = [(w, f) for w, f in zip(items[:top], fast) if len(w) > len(typed) and w.startswith(typed)]
+    words, scores = [w for w, _ in fits], [f for _, f in fits]
+    if guess and guess not in words and len(guess) > len(typed) and guess.startswith(typed):
+        listed = items.index(guess) if guess in items else len(fast)
+        words.append(guess)
+        scores.append(fast[listed] if listed < len(fast) else min(scores, default=0.0) - miss)
+    return words, scores
+
+
 def rerank_at(system2: System2, cont: Continuation | None, prefix: str, items: Sequence[str],
               fast: Sequence[float], top: int = RERANK_TOP) -> list[str] | None:
     """System 2's order of the fast engine's first ``top`` items and its own guess at ``prefix``
@@ -556,14 +571,7 @@ def rerank_at(system2: System2, cont: Continuation | None, prefix: str, items: S
     """
     if cont is None or not cont.steps:
         return None
-    typed = word_prefix(prefix)
-    fits = [(w, f) for w, f in zip(items[:top], fast) if len(w) > len(typed) and w.startswith(typed)]
-    words, scores = [w for w, _ in fits], [f for _, f in fits]  # (a prose word of another case stays put)
-    guess = cont.word_at(prefix)
-    if guess and guess not in words and len(guess) > len(typed) and guess.startswith(typed):
-        listed = items.index(guess) if guess in items else len(fast)
-        words.append(guess)
-        scores.append(fast[listed] if listed < len(fast) else min(scores, default=0.0) - GUESS_MISS)
+    words, scores = rerank_pool(items, fast, cont.word_at(prefix), word_prefix(prefix), top)
     if not words:
         return None
     s2 = system2.word_scores(cont, prefix, words)

@@ -402,12 +402,12 @@ def use_package_workspace(predictor, f: EvalFile, typed: set[str]) -> None:
 
 def evaluate_in_process(files: list[EvalFile], predictor, workspace: bool = False, system2=None,
                         system2_rank: int = 0, system2_lag: int = 1, lines: bool = False,
-                        system2_min_logprob: float | None = None, system2_rerank: bool = True):
+                        system2_min_logprob: float | None = None):
     """Score the engine and the baseline per language; returns ``({lang: (engine, baseline)}, seconds)``.
 
     With ``system2`` (an ``engine.system2.System2``), it re-ranks the engine's items as
-    :class:`LaggedSystem2` describes (``system2_rerank`` False: its guess joins them at
-    ``system2_rank`` instead). With ``lines``, the engine's
+    :class:`LaggedSystem2` describes (its guess joining them at ``system2_rank`` where it has
+    no scores). With ``lines``, the engine's
     rest-of-line items are scored too (``Score.line_row``; a continuation per identifier start).
     """
     from engine.system2 import KEEP_STEPS
@@ -426,7 +426,7 @@ def evaluate_in_process(files: list[EvalFile], predictor, workspace: bool = Fals
         # the path the server's prompt would give: in the workspace folder, or the file's name
         rel = f.name.split("/", 1)[-1]
         lagged = (LaggedSystem2(system2, system2_rank, system2_lag, path=rel if workspace else rel.rsplit("/", 1)[-1],
-                                min_logprob=system2_min_logprob, keep_steps=KEEP_STEPS if system2_rerank else 0)
+                                min_logprob=system2_min_logprob, keep_steps=KEEP_STEPS)
                   if system2 is not None else None)
 
         def ask(prefix, doc=doc, lagged=lagged):

@@ -120,7 +120,7 @@ def rescored(weight: float, k: int = TOP, floor: float = -1.5, miss: float | Non
     guess (``engine.system2.rerank``; the guess, when the fast engine has not got it, counts
     ``miss`` below the lowest fast score, ``engine.system2.GUESS_MISS`` by default). Where
     System 2 has no scores for the place, :func:`with_floor`'s rule."""
-    from engine.system2 import GUESS_MISS, rerank
+    from engine.system2 import GUESS_MISS, rerank, rerank_pool
 
     fallback = with_floor(floor)
     miss = GUESS_MISS if miss is None else miss
@@ -128,30 +128,26 @@ def rescored(weight: float, k: int = TOP, floor: float = -1.5, miss: float | Non
     def first(r):
         if len(r) < 11 or r[10] is None or not r[8]:
             return fallback(r)
-        items, fast, s2 = list(r[8][:k]), list(r[9][:k]), list(r[10][:k])
-        if fits(r) and r[6] not in r[8][:k]:
-            items.append(r[6])
-            fast.append(r[9][r[8].index(r[6])] if r[6] in r[8] else min(fast) - miss)
-            s2.append(r[10][r[8].index(r[6])] if r[6] in r[8] else r[10][-1])
-        return rerank(items, fast, s2, weight)[0]
+        s2 = dict(zip(r[8], r[10]))
+        if fits(r) and r[6] not in s2:  # scored last
+            s2[r[6]] = r[10][-1]
+        words, fast = rerank_pool(r[8], r[9], r[6] if fits(r) else None, r[3][: r[4]], k, miss)
+        return rerank(words, fast, [s2[w] for w in words], weight)[0] if words else r[5]
     return first
 
 
 def exactly(weight: float):
     """The first item when the fast engine's first items and the guess are re-ranked by
     ``weight`` x their fast score + System 2's full score (records made with ``--exact``)."""
-    from engine.system2 import GUESS_MISS, rerank
+    from engine.system2 import rerank, rerank_pool
 
     def first(r):
         scores = r[11] if len(r) >= 12 else None
         if not scores:
             return r[5]
-        items = [w for w in r[8] if w in scores]
-        fast = [r[9][r[8].index(w)] for w in items]
-        if fits(r) and r[6] in scores and r[6] not in items:  # the guess the fast engine missed
-            items.append(r[6])
-            fast.append(min(fast, default=0.0) - GUESS_MISS)
-        return rerank(items, fast, [scores[w] for w in items], weight)[0] if items else r[5]
+        n = next((i for i, w in enumerate(r[8]) if w not in scores), len(r[8]))  # the first n were scored
+        words, fast = rerank_pool(r[8], r[9], r[6] if fits(r) and r[6] in scores else None, r[3][: r[4]], n)
+        return rerank(words, fast, [scores[w] for w in words], weight)[0] if words else r[5]
     return first
 
 
