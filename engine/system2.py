@@ -122,9 +122,9 @@ class System2:
         self._piece_id = {p: i for p, i in order}
         self._longest = max((len(p) for p in pieces), default=1)
         self.pieces = pieces
-        self._ends_word = np.array([not p or not _ident_byte(p[0]) for p in pieces])
-        """Per token: its text ends an identifier before it (empty, or a first byte that is no
-        identifier character)."""
+        self._ends_word = np.array([not _continues_identifier(p) for p in pieces])
+        """Per token: its text ends an identifier before it (empty, or its first character is no
+        identifier character: :func:`_continues_identifier`)."""
         specials = {self.llm.detokenize([i], special=True): i for i in range(min(64, self.n_vocab))}
         self._file_token = specials.get(FILE_TOKEN)
         self._header: tuple[str, list[int]] = ("", [])
@@ -364,7 +364,7 @@ class System2:
         hi = lo
         n = len(rem)
         while hi < len(self._sorted) and self._sorted[hi].startswith(rem):
-            if not _ident_byte(self._sorted[hi][n]):
+            if not _continues_identifier(self._sorted[hi][n:]):
                 ids.append(self._sorted_ids[hi])
             hi += 1
         return ids
@@ -390,8 +390,34 @@ give 59.01% (tune) and 57.75% (eval): the rest is System 2 guessing wrong too.""
 
 
 def _ident_byte(b: int) -> bool:
-    """An identifier character's byte (a non-ASCII byte counts: a letter of another script)."""
-    return b >= 0x80 or b == 0x5F or 0x30 <= b <= 0x39 or 0x41 <= b <= 0x5A or 0x61 <= b <= 0x7A
+    """An ASCII identifier character's byte (a letter, a digit or ``_``)."""
+    return b == 0x5F or 0x30 <= b <= 0x39 or 0x41 <= b <= 0x5A or 0x61 <= b <= 0x7A
+
+
+def _continues_identifier(b: bytes) -> bool:
+    """Whether text that starts with the UTF-8 bytes ``b`` goes on with an identifier character
+    (``_`` or a letter or digit of any script, as :meth:`Continuation.word_at` counts them).
+
+    A byte-level BPE token may hold only part of a character; then its lead bytes decide:
+    U+2000-U+2BFF (punctuation, arrows, mathematical and other symbols) and U+1F000-U+1FFFF
+    (emoji) are no identifier characters, anything else counts as a letter. An empty ``b``:
+    False.
+    """
+    if not b:
+        return False
+    if b[0] < 0x80:
+        return _ident_byte(b[0])
+    for n in range(2, 5):
+        try:
+            ch = b[:n].decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        return ch.isalnum()
+    if b[0] == 0xF0:
+        return not (len(b) > 1 and b[1] == 0x9F)
+    if b[0] == 0xE2:
+        return len(b) > 1 and b[1] >= 0xB0
+    return True
 
 
 def _logsumexp(x: np.ndarray) -> float:

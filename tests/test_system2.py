@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.system2 import (DEFAULT_FILE, MIN_WORD_LOGPROB, Continuation, System2, System2Error, confident_word_at,
-                            default_path, merge)
+from engine.system2 import (DEFAULT_FILE, MIN_WORD_LOGPROB, Continuation, System2, System2Error, _continues_identifier,
+                            confident_word_at, default_path, merge)
 from laya_lsp.system2 import Guess, System2Runner, prompt_path
 
 GGUF = Path(os.environ.get("LAYA_SYSTEM2_GGUF") or next(
@@ -94,8 +94,17 @@ def _toy_system2(pieces: list[bytes]) -> System2:
     s2._sorted, s2._sorted_ids = [p for p, _ in order], [i for _, i in order]
     s2._piece_id = {p: i for p, i in order}
     s2._longest = max(len(p) for p in pieces)
-    s2._ends_word = np.array([not p or not (chr(p[0]).isalnum() or p[:1] == b"_") for p in pieces])
+    s2._ends_word = np.array([not _continues_identifier(p) for p in pieces])
     return s2
+
+
+def test_a_token_after_a_word_ends_it_unless_it_goes_on_with_a_letter_of_any_script():
+    for piece in (b"(", b" ", b"\n", b"", "\u00a0".encode(), "\u2192x".encode(), "\U0001f600".encode(),
+                  "\U0001f600".encode()[:3], "\u2014".encode()[:2], "\u3002".encode()):
+        assert not _continues_identifier(piece), piece  # brackets, spaces, arrows, emoji (whole or cut), 。
+    for piece in (b"_x", b"a", b"9", "\u00e9t\u00e9".encode(), "\u540d\u524d".encode(), "\u540d".encode()[:2],
+                  "\u0436".encode(), "\u0436".encode()[:1]):
+        assert _continues_identifier(piece), piece  # ASCII, accented, CJK (whole or cut), Cyrillic
 
 
 def test_words_are_scored_from_the_distributions_the_continuation_kept():
