@@ -34,8 +34,20 @@ RANK = 0
 """The guess's place in the list (measured on the tune packages: first beats second and beats
 first-only-when-confident, see README)."""
 NICE = 10
-"""The System 2 thread's nice value on Linux, so the fast path's threads win the cores while the
-user types (with one llama.cpp thread, as on 2 cores, llama.cpp computes on this thread)."""
+"""The System 2 thread's nice value on Linux where :data:`SCHEDULING` is ``"nice"`` (or the kernel
+refuses ``SCHED_IDLE``), so the fast path's threads win the cores while the user types (with one
+llama.cpp thread, as on 2 cores, llama.cpp computes on this thread)."""
+SCHEDULING = "idle"
+"""How the System 2 thread yields the cores on Linux: ``"idle"``, the ``SCHED_IDLE`` policy (it
+runs only on a core no other thread wants, and any thread that wakes takes its core at once), or
+``"nice"`` (:data:`NICE`). ``$LAYA_SYSTEM2_SCHED`` overrides it (for side-by-side comparisons).
+Idle because the fast engine prepares its candidate pool on a second thread beside the network
+(``EngineConfig.overlap_pool``), which under nice 10 sometimes waited for System 2's core: in
+process, one prediction every 10 ms with System 2 continuing lines on the other core, p99 4.46-6.00
+ms at nice 10 against 2.86-2.92 ms with ``SCHED_IDLE`` (2.55-3.52 ms with System 2 idle; through
+the server alone, 5.14-5.47 against 5.94-6.64 ms, and 4.61-4.63 ms with System 2 off; 2026-12-05,
+a 2-core machine, Linux 6.18; see README). The cost: on a machine whose cores are all busy with
+other work, System 2 waits until one is free."""
 MAX_TOKENS = 12
 """Most tokens of a continuation (to the end of the line, ~10-20 ms a token on one core)."""
 
@@ -167,11 +179,8 @@ class System2Runner:
     def _run(self, path: str | None, threads: int, on_error) -> None:
         from engine.system2 import System2, System2Error, default_path
 
-        if hasattr(os, "setpriority") and sys.platform.startswith("linux"):
-            try:  # Linux: a thread has its own nice value; the fast path's threads keep theirs
-                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
-            except OSError:
-                pass
+        if sys.platform.startswith("linux"):
+            _yield_cores(os.environ.get("LAYA_SYSTEM2_SCHED") or SCHEDULING)
         try:
             self.model = System2(path or default_path(), n_threads=threads)
             log.info("System 2: %s loaded (%d threads)", self.model.path, threads)
@@ -202,6 +211,23 @@ class System2Runner:
             if cont is not None and self._seq == seq:
                 self._result = Guess(uri, cont)
 
+
+
+def _yield_cores(how: str) -> None:
+    """Give the calling thread (Linux: a thread has its own policy and nice value) ``SCHED_IDLE``
+    (``how == "idle"``) or :data:`NICE`; the fast path's threads keep theirs. A policy the kernel
+    refuses falls back to the nice value, and that failing, the thread runs as it is."""
+    tid = threading.get_native_id()
+    if how == "idle" and hasattr(os, "SCHED_IDLE"):
+        try:
+            os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
+            return
+        except OSError as e:
+            log.info("System 2: SCHED_IDLE refused (%s); nice %d instead", e, NICE)
+    try:
+        os.setpriority(os.PRIO_PROCESS, tid, NICE)
+    except OSError:
+        pass
 
 
 AUTO_CLOSED = ("()", "[]", "{}", '""', "''", "``")

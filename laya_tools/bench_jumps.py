@@ -15,13 +15,16 @@ driven by the lean client of ``laya_tools.pipe_client`` (the round trip an edito
 ``python -m laya_tools.bench_jumps {jumps,pastes,typing} --gap-ms 100 --env LAYA_PREFETCH=0`` runs the
 default server side by side with one started with that environment (an engine switch off);
 ``--tree DIR`` with one run from another checkout (``git worktree add DIR <commit>``: before and
-after a change);
+after a change); ``--options '{"system2": true}'`` with one given those ``initializationOptions``
+(with ``--alone``, the one server: System 2's cost to the fast answer is timed with the server
+alone, off and on in turn, since a second server would share its cores);
 ``indexing --workspace DIR`` times keystrokes into a server indexing that folder and one without
 a workspace, from their start, in windows of time.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import time
@@ -284,10 +287,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m laya_tools.bench_jumps")
     ap.add_argument("workload", choices=["jumps", "pastes", "typing", "indexing"])
     ap.add_argument("--env", action="append", default=[], metavar="VAR=VALUE",
-                    help="environment of the second server (repeatable)")
+                    help="environment of the second server (with --alone: of the one server; repeatable)")
     ap.add_argument("--tree", metavar="DIR",
                     help="run the second server from this other checkout of the project (e.g. a "
                          "`git worktree` of an older commit), side by side with this one")
+    ap.add_argument("--options", metavar="JSON",
+                    help="initializationOptions of the second server (with --alone: of the one server), "
+                         "e.g. '{\"system2\": true}'")
     ap.add_argument("--alone", action="store_true",
                     help="one server only (what a user's machine runs: no second server's background "
                          "work on the cores; no ratio either)")
@@ -312,12 +318,20 @@ def main(argv: list[str] | None = None) -> int:
                                    for name, x in (("with", w), ("without", n))))
         return 0
     env = dict(kv.split("=", 1) for kv in a.env)
-    second = " ".join([*a.env, *([f"tree {a.tree}"] if a.tree else [])]) or "default again"
+    try:
+        options = json.loads(a.options) if a.options else None
+    except ValueError as e:
+        ap.error(f"--options is no JSON: {e}")
+    if options is not None and not isinstance(options, dict):
+        ap.error("--options must be a JSON object")
+    second = " ".join([*a.env, *([f"tree {a.tree}"] if a.tree else []), *([a.options] if a.options else [])]) \
+        or "default again"
     if a.tree:
         env[TREE] = str(Path(a.tree).resolve())
-    if a.alone and (a.env or a.tree):
-        ap.error("--alone runs the default server only: no --env or --tree")
-    servers = {"default": (None, None)} if a.alone else {"default": (None, None), second: (None, env)}
+    if a.alone and a.tree:
+        ap.error("--alone runs this checkout's server only: no --tree")
+    servers = ({(" ".join([*a.env, *([a.options] if a.options else [])]) or "default"): (options, env)}
+               if a.alone else {"default": (None, None), second: (options, env)})
     _, text = default_text()
     run = {"jumps": bench_jumps, "pastes": bench_pastes, "typing": bench_typing}[a.workload]
     out = run(text, servers, a.warmup, a.runs, gap=a.gap_ms / 1e3)

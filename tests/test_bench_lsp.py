@@ -55,11 +55,19 @@ def test_a_second_server_runs_from_another_checkout():
         s.client.shutdown()
 
 
-def test_alone_runs_one_server_and_refuses_a_second_one(capsys):
+def test_alone_runs_one_server_and_refuses_a_second_one(capsys, tmp_path):
     from laya_tools.bench_jumps import main
 
     assert main(["typing", "--alone", "--warmup", "2", "--runs", "6"]) == 0
     out = capsys.readouterr().out
     assert "one server" in out and "default again" not in out and out.count("answers without items") == 1
     with pytest.raises(SystemExit):
-        main(["typing", "--alone", "--env", "LAYA_PREFETCH=0"])
+        main(["typing", "--alone", "--tree", str(tmp_path)])
+    # --env and --options then set up the one server (System 2 off and on in turn, for example)
+    assert main(["typing", "--alone", "--env", "LAYA_PREFETCH=0", "--options", '{"maxItems": 3}',
+                 "--warmup", "2", "--runs", "4"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("answers without items") == 1 and 'LAYA_PREFETCH=0 {"maxItems": 3}' in out
+    for bad in ("[1]", "{x"):
+        with pytest.raises(SystemExit):
+            main(["typing", "--alone", "--options", bad])

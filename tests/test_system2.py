@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -407,3 +408,28 @@ def test_the_system2_benchmark_times_each_model(tmp_path, capsys):
     assert bench_system2.main([str(GGUF), "--file", __file__, "--warmup", "1", "--runs", "3"]) == 0
     out = capsys.readouterr().out
     assert "3 continuations each after 1 warm-up" in out and GGUF.name in out
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="thread scheduling policies are Linux's")
+@pytest.mark.parametrize("how", ["idle", "nice"])
+def test_the_system2_thread_yields_the_cores_to_the_fast_path(how):
+    import threading
+
+    from laya_lsp.system2 import NICE, _yield_cores
+
+    got = {}
+
+    def run():
+        tid = threading.get_native_id()
+        _yield_cores(how)
+        got["policy"], got["nice"] = os.sched_getscheduler(tid), os.getpriority(os.PRIO_PROCESS, tid)
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    if how == "idle":
+        assert got["policy"] == os.SCHED_IDLE
+    else:
+        assert got["policy"] == os.SCHED_OTHER
+        assert got["nice"] == NICE or got["nice"] == os.nice(0) > NICE  # raising it back needs privilege
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER  # the calling (fast path's) thread is untouched
