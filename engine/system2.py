@@ -115,7 +115,16 @@ class System2:
         self.path = path
         self.n_vocab = self.llm.n_vocab()
         self.prompt_tokens = min(prompt_tokens, n_ctx - 32 - HEADER_TOKENS)
-        pieces = [self.llm.detokenize([i]) for i in range(self.n_vocab)]
+        self._index_pieces([self.llm.detokenize([i]) for i in range(self.n_vocab)])
+        specials = {self.llm.detokenize([i], special=True): i for i in range(min(64, self.n_vocab))}
+        self._file_token = specials.get(FILE_TOKEN)
+        self._header: tuple[str, list[int]] = ("", [])
+        self._cached: list[int] = []  # tokens in the KV cache
+        self._anchor = 0  # where the prompt starts in the text before the cursor
+        self._anchor_key = ""  # the text there
+
+    def _index_pieces(self, pieces: list[bytes]) -> None:
+        """The vocabulary's lookups, from each token's text (``pieces[token id]``)."""
         order = sorted((p, i) for i, p in enumerate(pieces) if p)
         self._sorted = [p for p, _ in order]
         self._sorted_ids = [i for _, i in order]
@@ -125,12 +134,15 @@ class System2:
         self._ends_word = np.array([not _continues_identifier(p) for p in pieces])
         """Per token: its text ends an identifier before it (empty, or its first character is no
         identifier character: :func:`_continues_identifier`)."""
-        specials = {self.llm.detokenize([i], special=True): i for i in range(min(64, self.n_vocab))}
-        self._file_token = specials.get(FILE_TOKEN)
-        self._header: tuple[str, list[int]] = ("", [])
-        self._cached: list[int] = []  # tokens in the KV cache
-        self._anchor = 0  # where the prompt starts in the text before the cursor
-        self._anchor_key = ""  # the text there
+        ended: dict[bytes, list[int]] = {}
+        for i, p in enumerate(pieces):
+            for k in range(1, len(p)):
+                if not _continues_identifier(p[k:]):
+                    ended.setdefault(p[:k], []).append(i)
+        self._ended = ended
+        """Text -> the tokens that spell it and then a character that is no identifier character
+        (``foo(`` for ``foo``): :meth:`_fitting` looks them up instead of scanning every token
+        that starts with the text (0.1 s more at load, for SmolLM2's 49,152 tokens)."""
 
     # -- the prompt and the KV cache ---------------------------------------------------------
 
@@ -360,14 +372,7 @@ class System2:
         by a character that is no identifier character."""
         ids = [self._piece_id[rem[:k]] for k in range(1, min(len(rem), self._longest) + 1)
                if rem[:k] in self._piece_id]
-        lo = bisect.bisect_right(self._sorted, rem)  # ``rem`` itself is counted above
-        hi = lo
-        n = len(rem)
-        while hi < len(self._sorted) and self._sorted[hi].startswith(rem):
-            if not _continues_identifier(self._sorted[hi][n:]):
-                ids.append(self._sorted_ids[hi])
-            hi += 1
-        return ids
+        return ids + self._ended.get(rem, [])
 
     def complete_word(self, prefix: str, max_tokens: int = 6,
                       stop: Callable[[], bool] | None = None, path: str | None = None) -> str | None:

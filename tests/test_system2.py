@@ -87,15 +87,9 @@ def test_ghost_text_is_the_rest_of_the_line_without_a_cut_off_end():
 
 def _toy_system2(pieces: list[bytes]) -> System2:
     """A System 2 with a made-up vocabulary and no model: enough for ``word_scores``."""
-    import numpy as np
 
     s2 = System2.__new__(System2)
-    s2.pieces = pieces
-    order = sorted((p, i) for i, p in enumerate(pieces) if p)
-    s2._sorted, s2._sorted_ids = [p for p, _ in order], [i for _, i in order]
-    s2._piece_id = {p: i for p, i in order}
-    s2._longest = max(len(p) for p in pieces)
-    s2._ends_word = np.array([not _continues_identifier(p) for p in pieces])
+    s2._index_pieces(pieces)
     return s2
 
 
