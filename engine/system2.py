@@ -26,6 +26,7 @@ off, and the first generated tokens are constrained to spell that text out again
 from __future__ import annotations
 
 import bisect
+import functools
 import logging
 import os
 from dataclasses import dataclass
@@ -203,7 +204,7 @@ class System2:
         """Tokens consistent with the text still to spell out: a prefix of it, or starting with it."""
         ids = [self._piece_id[rest[:k]] for k in range(1, min(len(rest), self._longest) + 1)
                if rest[:k] in self._piece_id]
-        lo = bisect.bisect_left(self._sorted, rest)
+        lo = bisect.bisect_right(self._sorted, rest)  # ``rest`` itself is counted above
         hi = lo
         while hi < len(self._sorted) and self._sorted[hi].startswith(rest):
             hi += 1
@@ -403,10 +404,10 @@ def _continues_identifier(b: bytes) -> bool:
     """Whether text that starts with the UTF-8 bytes ``b`` goes on with an identifier character
     (``_`` or a letter or digit of any script, as :meth:`Continuation.word_at` counts them).
 
-    A byte-level BPE token may hold only part of a character; then its lead bytes decide:
-    U+2000-U+2BFF (punctuation, arrows, mathematical and other symbols) and U+1F000-U+1FFFF
-    (emoji) are no identifier characters, anything else counts as a letter. An empty ``b``:
-    False.
+    A byte-level BPE token may hold only part of a character; then the characters its bytes can
+    begin decide, by majority (:func:`_mostly_identifier`): ``E2 80`` (U+2000-U+203F, punctuation)
+    and ``F0 9F`` (emoji) end a word, ``E5 90`` (CJK) and ``D0`` (Cyrillic) go on with it. Bytes
+    that begin no character (a continuation byte) count as going on. An empty ``b``: False.
     """
     if not b:
         return False
@@ -418,11 +419,28 @@ def _continues_identifier(b: bytes) -> bool:
         except UnicodeDecodeError:
             continue
         return ch.isalnum()
-    if b[0] == 0xF0:
-        return not (len(b) > 1 and b[1] == 0x9F)
-    if b[0] == 0xE2:
-        return len(b) > 1 and b[1] >= 0xB0
-    return True
+    k = 1
+    while k < min(len(b), 4) and 0x80 <= b[k] <= 0xBF:
+        k += 1
+    return _mostly_identifier(b[:k])
+
+
+@functools.lru_cache(maxsize=1024)
+def _mostly_identifier(lead: bytes) -> bool:
+    """Whether most of the code points whose UTF-8 form starts with ``lead`` (a lead byte and
+    fewer continuation bytes than its character needs) are letters or digits; True for bytes
+    that start no character."""
+    need = 2 if 0xC2 <= lead[0] <= 0xDF else 3 if 0xE0 <= lead[0] <= 0xEF else 4 if 0xF0 <= lead[0] <= 0xF4 else 0
+    if len(lead) >= need:
+        return True
+    cp = lead[0] & (0x1F, 0x0F, 0x07)[need - 2]
+    for c in lead[1:]:
+        cp = cp << 6 | (c & 0x3F)
+    free = 6 * (need - len(lead))
+    lo = max(cp << free, (0x80, 0x800, 0x10000)[need - 2])
+    hi = min((cp << free) | ((1 << free) - 1), 0x10FFFF)
+    points = [c for c in range(lo, hi + 1) if not 0xD800 <= c <= 0xDFFF]
+    return 2 * sum(chr(c).isalnum() for c in points) > len(points)
 
 
 def _logsumexp(x: np.ndarray) -> float:

@@ -293,7 +293,8 @@ def main(argv: list[str] | None = None) -> int:
                          "`git worktree` of an older commit), side by side with this one")
     ap.add_argument("--options", metavar="JSON",
                     help="initializationOptions of the second server (with --alone: of the one server), "
-                         "e.g. '{\"system2\": true}'")
+                         "e.g. '{\"system2\": true}' (nothing waits for System 2 to load, ~1-2 s: "
+                         "let the warm-up cover it)")
     ap.add_argument("--alone", action="store_true",
                     help="one server only (what a user's machine runs: no second server's background "
                          "work on the cores; no ratio either)")
@@ -317,13 +318,17 @@ def main(argv: list[str] | None = None) -> int:
                       + "   ".join(f"{name} {np.median(x):6.2f} / {np.percentile(x, 90):6.2f} / {np.percentile(x, 99):7.2f}"
                                    for name, x in (("with", w), ("without", n))))
         return 0
+    if any("=" not in kv for kv in a.env):
+        ap.error("--env takes VAR=VALUE")
     env = dict(kv.split("=", 1) for kv in a.env)
-    try:
-        options = json.loads(a.options) if a.options else None
-    except ValueError as e:
-        ap.error(f"--options is no JSON: {e}")
-    if options is not None and not isinstance(options, dict):
-        ap.error("--options must be a JSON object")
+    options = None
+    if a.options is not None:
+        try:
+            options = json.loads(a.options)
+        except ValueError as e:
+            ap.error(f"--options is no JSON: {e}")
+        if not isinstance(options, dict):
+            ap.error("--options must be a JSON object")
     second = " ".join([*a.env, *([f"tree {a.tree}"] if a.tree else []), *([a.options] if a.options else [])]) \
         or "default again"
     if a.tree:

@@ -68,6 +68,6 @@ def test_alone_runs_one_server_and_refuses_a_second_one(capsys, tmp_path):
                  "--warmup", "2", "--runs", "4"]) == 0
     out = capsys.readouterr().out
     assert out.count("answers without items") == 1 and 'LAYA_PREFETCH=0 {"maxItems": 3}' in out
-    for bad in ("[1]", "{x"):
+    for bad in (["--options", "[1]"], ["--options", "{x"], ["--options", "null"], ["--env", "NOEQUALS"]):
         with pytest.raises(SystemExit):
-            main(["typing", "--alone", "--options", bad])
+            main(["typing", "--alone", *bad])
