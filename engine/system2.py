@@ -143,7 +143,7 @@ class System2:
         self._ended = ended
         """Text -> the tokens that spell it and then a character that is no identifier character
         (``foo(`` for ``foo``): :meth:`_fitting` looks them up instead of scanning every token
-        that starts with the text (0.1 s more at load, for SmolLM2's 49,152 tokens)."""
+        that starts with the text (0.15 s more at load, for SmolLM2's 49,152 tokens)."""
 
     # -- the prompt and the KV cache ---------------------------------------------------------
 
