@@ -360,7 +360,7 @@ class System2:
         out = []
         for w in words:
             seq, logp, total = base, first, 0.0
-            for tok in self.llm.tokenize(back + w.encode("utf-8"), add_bos=False, special=False):
+            for tok in self.llm.tokenize(back + w.encode("utf-8", "replace"), add_bos=False, special=False):
                 total += float(logp[tok])
                 seq = seq + [tok]
                 logp = self._logits_after(seq)
