@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -82,6 +83,8 @@ def _servers(servers: dict, model, uri: str, text: str):
         yield live
     finally:
         for s in live.values():
+            for m in s.client.messages:  # e.g. System 2 asked for but off: say so beside the numbers
+                print(f"  [{s.name}] the server said: {m}", file=sys.stderr)
             s.client.shutdown()
 
 

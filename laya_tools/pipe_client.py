@@ -11,7 +11,8 @@ on one thread with blocking pipe I/O and ``json.loads``, so the benchmarks' roun
 server's plus the pipe's.
 
 It answers the server's own requests (``window/workDoneProgress/create``,
-``client/registerCapability``, ``workspace/configuration``) with ``null`` and skips notifications.
+``client/registerCapability``, ``workspace/configuration``) with ``null`` and skips notifications
+but ``window/showMessage``, whose messages it keeps (``PipeClient.messages``).
 """
 
 from __future__ import annotations
@@ -82,6 +83,8 @@ class PipeClient:
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}, cwd=cwd)
         self._ids = itertools.count(1)
+        self.messages: list[str] = []
+        """What the server showed the user (``window/showMessage``), e.g. why System 2 is off."""
         root_uri = Path(root).resolve().as_uri() if root else None
         result = self.request("initialize", {"processId": os.getpid(), "rootUri": root_uri, "capabilities": {},
                                     "workspaceFolders": [{"uri": root_uri, "name": Path(root).name}] if root else None,
@@ -125,6 +128,8 @@ class PipeClient:
             if "method" in msg:
                 if "id" in msg:  # the server's own request: accept it
                     self._send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
+                elif msg["method"] == "window/showMessage":
+                    self.messages.append(str((msg.get("params") or {}).get("message")))
                 continue
             if msg.get("id") == msg_id:
                 if "error" in msg:

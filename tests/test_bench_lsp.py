@@ -71,3 +71,22 @@ def test_alone_runs_one_server_and_refuses_a_second_one(capsys, tmp_path):
     for bad in (["--options", "[1]"], ["--options", "{x"], ["--options", "null"], ["--env", "NOEQUALS"]):
         with pytest.raises(SystemExit):
             main(["typing", "--alone", *bad])
+
+
+def test_what_the_server_shows_the_user_reaches_the_benchmark(capsys, tmp_path):
+    """A benchmark of System 2 on where it cannot load says so beside its numbers (it would
+    otherwise time System 2 off under the name of on)."""
+    import time
+
+    from laya_tools.bench_jumps import _servers
+
+    missing = tmp_path / "none.gguf"
+    with _servers({"on": ({"system2": True, "system2Path": str(missing)}, None)}, None,
+                  "file:///t.py", TEXT) as live:
+        s = live["on"]
+        deadline = time.monotonic() + 20
+        while not s.client.messages and time.monotonic() < deadline:
+            s.complete(len(TEXT))  # the message comes from System 2's thread, soon after the start
+            time.sleep(0.1)
+        assert any(str(missing) in m for m in s.client.messages)
+    assert str(missing) in capsys.readouterr().err
