@@ -200,10 +200,14 @@ class System2:
         self._cached = list(tokens)
         return np.ctypeslib.as_array(self._logits_ith(llm.ctx, -1), shape=(self.n_vocab,)).copy()
 
+    def _starts_of(self, text: bytes) -> list[int]:
+        """Tokens whose text is a start of ``text`` (``text`` itself included), shortest first."""
+        return [self._piece_id[text[:k]] for k in range(1, min(len(text), self._longest) + 1)
+                if text[:k] in self._piece_id]
+
     def _allowed(self, rest: bytes) -> list[int]:
         """Tokens consistent with the text still to spell out: a prefix of it, or starting with it."""
-        ids = [self._piece_id[rest[:k]] for k in range(1, min(len(rest), self._longest) + 1)
-               if rest[:k] in self._piece_id]
+        ids = self._starts_of(rest)
         lo = bisect.bisect_right(self._sorted, rest)  # ``rest`` itself is counted above
         hi = lo
         while hi < len(self._sorted) and self._sorted[hi].startswith(rest):
@@ -371,9 +375,7 @@ class System2:
     def _fitting(self, rem: bytes) -> list[int]:
         """Tokens that fit a word's remaining bytes ``rem``: a start of it, or all of it followed
         by a character that is no identifier character."""
-        ids = [self._piece_id[rem[:k]] for k in range(1, min(len(rem), self._longest) + 1)
-               if rem[:k] in self._piece_id]
-        return ids + self._ended.get(rem, [])
+        return self._starts_of(rem) + self._ended.get(rem, [])
 
     def complete_word(self, prefix: str, max_tokens: int = 6,
                       stop: Callable[[], bool] | None = None, path: str | None = None) -> str | None:

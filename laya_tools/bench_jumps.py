@@ -332,14 +332,13 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"--options is no JSON: {e}")
         if not isinstance(options, dict):
             ap.error("--options must be a JSON object")
-    second = " ".join([*a.env, *([f"tree {a.tree}"] if a.tree else []), *([a.options] if a.options else [])]) \
-        or "default again"
-    if a.tree:
-        env[TREE] = str(Path(a.tree).resolve())
     if a.alone and a.tree:
         ap.error("--alone runs this checkout's server only: no --tree")
-    servers = ({(" ".join([*a.env, *([a.options] if a.options else [])]) or "default"): (options, env)}
-               if a.alone else {"default": (None, None), second: (options, env)})
+    label = " ".join([*a.env, *([f"tree {a.tree}"] if a.tree else []), *([a.options] if a.options else [])])
+    if a.tree:
+        env[TREE] = str(Path(a.tree).resolve())
+    servers = ({label or "default": (options, env)} if a.alone
+               else {"default": (None, None), label or "default again": (options, env)})
     _, text = default_text()
     run = {"jumps": bench_jumps, "pastes": bench_pastes, "typing": bench_typing}[a.workload]
     out = run(text, servers, a.warmup, a.runs, gap=a.gap_ms / 1e3)
